@@ -1,0 +1,75 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# pvrdma-rs: top-level entry points.
+#
+#   make lab      the main job: build what is missing, boot the lab, insmod each driver,
+#                 run rping and ibv_rc_pingpong, print a summary
+#   make check    every lab test (and the host-side unit tests), ending "N passed, N failed"
+#
+# Selection: make check DRIVERS=c TESTS=ibv_rc_pingpong,ibv_devinfo
+# Everything slow (test kernel) is cached outside the checkout in $(PVRDMA_CACHE).
+#
+# When invoked by Kbuild (make -C $KDIR M=$PWD), only the Kbuild file matters.
+
+ifneq ($(KERNELRELEASE),)
+include $(src)/Kbuild
+else
+
+SHELL := /bin/bash
+TOP := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
+PVRDMA_CACHE ?= $(HOME)/.cache/pvrdma-rs
+export PVRDMA_CACHE
+
+DRIVERS ?= c,rust
+TESTS ?=
+LAB_TESTS ?= ibv_rc_pingpong,rping
+RESULTS ?= $(TOP)/results
+
+CARGO ?= cargo
+LAB := $(TOP)/tools/target/release/pvrdma-lab
+KDIR_FILE := $(PVRDMA_CACHE)/kernel/current
+
+.PHONY: all deps kernel tools module module-clippy unit lab check fmt clean
+
+all: kernel tools module
+
+deps:
+	@$(TOP)/tools/lab/install-deps
+
+kernel: deps
+	@$(TOP)/tools/lab/build-kernel
+
+tools: deps
+	@echo "== host tools (verbs backend, mux, runner)"
+	@cd $(TOP)/tools && $(CARGO) build --release --quiet
+
+# The Rust driver module, built against the cached test kernel.
+module: kernel
+	@if [ -f $(TOP)/Kbuild ] && [ -d $(TOP)/drivers/infiniband/hw/pvrdma ]; then \
+		echo "== driver module"; \
+		$(MAKE) -C $(KDIR_FILE)/ M=$(TOP) $$($(TOP)/tools/lab/kernel-env) modules; \
+	fi
+
+module-clippy: kernel
+	$(MAKE) -C $(KDIR_FILE)/ M=$(TOP) $$($(TOP)/tools/lab/kernel-env) CLIPPY=1 modules
+
+unit: tools
+	@echo "== host unit tests"
+	@cd $(TOP)/tools && $(CARGO) test --release --quiet 2>&1 | tail -n 40
+
+# The main job: boot, insmod, rping and ibv_rc_pingpong, a summary.
+lab: kernel tools module
+	@$(LAB) run --kernel $(KDIR_FILE)/ --drivers $(DRIVERS) --tests $(LAB_TESTS) --results $(RESULTS)
+
+# All tests: host unit tests, then every lab test on every driver.
+check: kernel tools module
+	@$(LAB) check --kernel $(KDIR_FILE)/ --drivers $(DRIVERS) $(if $(TESTS),--tests $(TESTS)) --results $(RESULTS)
+
+fmt:
+	cd $(TOP)/tools && $(CARGO) fmt --all
+
+clean:
+	rm -rf $(RESULTS)
+	cd $(TOP)/tools && $(CARGO) clean
+
+endif
