@@ -9,11 +9,17 @@
 //! verbs library of the same QEMU process (matched by PID) and answers QEMU
 //! only once the library has acknowledged it.
 //!
-//! The API below is the contract between the two crates.
+//! The API below is the contract between the two crates. The crate also holds
+//! what the mux and its tests share: the rdmacm-mux message ([`mux_msg`]), the
+//! MAD header ([`mad`]) and the fabric control protocol's frames ([`wire`]).
 
-use std::io;
-use std::path::Path;
-use std::sync::Arc;
+mod client;
+pub mod gid;
+pub mod mad;
+pub mod mux_msg;
+pub mod wire;
+
+pub use client::FabricClient;
 
 /// Environment variable naming the mux's fabric control socket.
 pub const FABRIC_SOCKET_ENV: &str = "PVRDMA_FABRIC";
@@ -27,18 +33,4 @@ pub trait GidSink: Send + Sync {
     fn gid_added(&self, gid: Gid) -> Result<(), String>;
     /// Removes `gid` from the device's GID table (no-op if absent).
     fn gid_removed(&self, gid: Gid);
-}
-
-/// A live connection to the mux; dropping it disconnects.
-pub struct FabricClient {
-    _private: (),
-}
-
-impl FabricClient {
-    /// Connects to the fabric socket at `path`, announces this process, and
-    /// serves GID changes to `sink` on a background thread.
-    pub fn connect(path: &Path, sink: Arc<dyn GidSink>) -> io::Result<FabricClient> {
-        let _ = (path, sink);
-        Err(io::Error::new(io::ErrorKind::Unsupported, "not yet implemented"))
-    }
 }

@@ -1,0 +1,299 @@
+//! The mux side of the fabric control protocol: one thread per verbs library
+//! connection, and [`Library`], through which QEMU connection threads push
+//! GID changes and wait for the ACK.
+
+use std::collections::HashMap;
+use std::io;
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use pvrdma_fabric::gid::GidFmt;
+use pvrdma_fabric::wire::{self, AckStatus, Frame, FLAG_IGNORABLE, PROTOCOL_VERSION};
+
+use crate::registry::{lock, ConnId};
+use crate::server::Shared;
+use crate::{log, sock};
+
+/// How long a new library connection may take to say HELLO.
+const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A connected, greeted verbs library.
+pub struct Library {
+    /// Its process (SO_PEERCRED, equal to the PID in its HELLO).
+    pub pid: u32,
+    /// Its connection, for logs.
+    pub id: ConnId,
+    writer: Mutex<UnixStream>,
+    waiters: Mutex<HashMap<u32, Sender<AckStatus>>>,
+    next_seq: AtomicU32,
+    shared: Arc<Shared>,
+}
+
+/// Why a push got no ACK.
+#[derive(Debug)]
+pub enum PushError {
+    /// No ACK within the timeout.
+    Timeout,
+    /// The library went away.
+    Disconnected,
+    /// Writing to the library failed.
+    Io(io::Error),
+}
+
+impl std::fmt::Display for PushError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PushError::Timeout => f.write_str("no ACK in time"),
+            PushError::Disconnected => f.write_str("library disconnected"),
+            PushError::Io(e) => write!(f, "write failed: {e}"),
+        }
+    }
+}
+
+impl Library {
+    /// Sends `frame` and waits up to `timeout` for its ACK.
+    pub fn push_wait(&self, frame: &Frame, timeout: Duration) -> Result<AckStatus, PushError> {
+        let (tx, rx) = mpsc::channel();
+        let seq = {
+            let mut w = lock(&self.writer);
+            self.send_locked(&mut w, frame, Some(tx))
+                .map_err(PushError::Io)?
+        };
+        match rx.recv_timeout(timeout) {
+            Ok(status) => Ok(status),
+            Err(RecvTimeoutError::Timeout) => {
+                lock(&self.waiters).remove(&seq);
+                Err(PushError::Timeout)
+            }
+            Err(RecvTimeoutError::Disconnected) => Err(PushError::Disconnected),
+        }
+    }
+
+    /// Sends `frame` without waiting; its ACK is only logged.
+    pub fn push_nowait(&self, frame: &Frame) {
+        let mut w = lock(&self.writer);
+        let _ = self.send_locked(&mut w, frame, None);
+    }
+
+    /// Sends `frame` through the locked writer, registering `waiter` for its
+    /// ACK. Returns the frame's `seq`.
+    fn send_locked(
+        &self,
+        w: &mut UnixStream,
+        frame: &Frame,
+        waiter: Option<Sender<AckStatus>>,
+    ) -> io::Result<u32> {
+        let mut seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
+        if seq == 0 {
+            // 0 is the handshake's; skip it when the counter wraps.
+            seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
+        }
+        if let Some(tx) = waiter {
+            lock(&self.waiters).insert(seq, tx);
+        }
+        log!(
+            self.shared.log,
+            "{} -> {} seq={seq}",
+            self.tag(),
+            describe(frame)
+        );
+        let written = wire::write_frame(w, seq, frame);
+        if let Err(e) = &written {
+            lock(&self.waiters).remove(&seq);
+            log!(self.shared.log, "{} write failed: {e}", self.tag());
+        }
+        written.map(|()| seq)
+    }
+
+    /// Hands an ACK to its waiter.
+    fn ack(&self, seq: u32, status: AckStatus) {
+        match lock(&self.waiters).remove(&seq) {
+            Some(tx) => {
+                let _ = tx.send(status);
+            }
+            None => log!(
+                self.shared.log,
+                "{} ACK seq={seq} has no waiter (late or unsolicited)",
+                self.tag()
+            ),
+        }
+    }
+
+    fn tag(&self) -> String {
+        format!("fabric#{} pid={}", self.id, self.pid)
+    }
+}
+
+/// One line describing a frame, for the log.
+pub fn describe(frame: &Frame) -> String {
+    match frame {
+        Frame::Hello {
+            version,
+            pid,
+            caps,
+            name,
+        } => format!("HELLO v{version} pid={pid} caps=0x{caps:x} name={name:?}"),
+        Frame::Welcome {
+            version,
+            caps,
+            name,
+        } => format!("WELCOME v{version} caps=0x{caps:x} name={name:?}"),
+        Frame::Error(reason) => format!("ERROR {reason:?}"),
+        Frame::GidAdd(g) => format!("GID_ADD {}", GidFmt(g)),
+        Frame::GidDel(g) => format!("GID_DEL {}", GidFmt(g)),
+        Frame::Ack(AckStatus::Ok) => "ACK ok".into(),
+        Frame::Ack(AckStatus::Refused(r)) => format!("ACK refused {r:?}"),
+        Frame::Unknown {
+            kind,
+            flags,
+            payload,
+        } => format!(
+            "kind=0x{kind:x} flags=0x{flags:x} ({} bytes)",
+            payload.len()
+        ),
+    }
+}
+
+/// Serves one connection on the fabric socket until it ends.
+pub fn serve(mut stream: UnixStream, id: ConnId, shared: &Arc<Shared>) {
+    let tag = format!("fabric#{id}");
+    let peer = match sock::peer_pid(&stream) {
+        Ok(pid) => pid,
+        Err(e) => {
+            log!(shared.log, "{tag}: no peer credentials ({e}); closing");
+            return;
+        }
+    };
+    let tag = format!("{tag} pid={peer}");
+    log!(shared.log, "{tag}: connected");
+    let hello = stream
+        .set_read_timeout(Some(HELLO_TIMEOUT))
+        .and_then(|()| wire::read_frame(&mut stream));
+    let (version, pid) = match hello {
+        Ok(Some((_, f @ Frame::Hello { version, pid, .. }))) => {
+            log!(shared.log, "{tag} <- {}", describe(&f));
+            (version, pid)
+        }
+        Ok(Some((_, other))) => {
+            return refuse(
+                &mut stream,
+                shared,
+                &tag,
+                format!("expected HELLO, got {}", describe(&other)),
+            );
+        }
+        Ok(None) => {
+            log!(shared.log, "{tag}: closed before HELLO");
+            return;
+        }
+        Err(e) => return refuse(&mut stream, shared, &tag, format!("bad HELLO: {e}")),
+    };
+    if version == 0 {
+        return refuse(&mut stream, shared, &tag, "protocol version 0".into());
+    }
+    if pid != peer {
+        return refuse(
+            &mut stream,
+            shared,
+            &tag,
+            format!("HELLO says pid {pid} but SO_PEERCRED says {peer}"),
+        );
+    }
+    let writer = match stream.try_clone() {
+        Ok(w) => w,
+        Err(e) => {
+            return refuse(
+                &mut stream,
+                shared,
+                &tag,
+                format!("cannot clone socket: {e}"),
+            )
+        }
+    };
+    let lib = Arc::new(Library {
+        pid,
+        id,
+        writer: Mutex::new(writer),
+        waiters: Mutex::new(HashMap::new()),
+        next_seq: AtomicU32::new(1),
+        shared: Arc::clone(shared),
+    });
+    // Hold the writer while registering, so no GID push can overtake WELCOME.
+    {
+        let mut w = lock(&lib.writer);
+        let replay = match shared.registry.add_library(Arc::clone(&lib)) {
+            Ok(gids) => gids,
+            Err(_already) => {
+                drop(w);
+                return refuse(
+                    &mut stream,
+                    shared,
+                    &tag,
+                    format!("a library for pid {pid} is already connected"),
+                );
+            }
+        };
+        let welcome = Frame::Welcome {
+            version: version.min(PROTOCOL_VERSION),
+            caps: 0,
+            name: format!("pvrdma-mux/{}", env!("CARGO_PKG_VERSION")),
+        };
+        log!(shared.log, "{tag} -> {}", describe(&welcome));
+        let mut ok = wire::write_frame(&mut *w, 0, &welcome).is_ok();
+        for gid in replay {
+            ok = ok && lib.send_locked(&mut w, &Frame::GidAdd(gid), None).is_ok();
+        }
+        if !ok {
+            drop(w);
+            shared.registry.remove_library(&lib);
+            log!(shared.log, "{tag}: write failed during handshake; closing");
+            return;
+        }
+    }
+    let _ = stream.set_read_timeout(None);
+    read_acks(&mut stream, &lib, shared, &tag);
+    shared.registry.remove_library(&lib);
+    // Dropping the senders wakes every push_wait with Disconnected.
+    lock(&lib.waiters).clear();
+    let _ = stream.shutdown(std::net::Shutdown::Both);
+    log!(shared.log, "{tag}: closed");
+}
+
+/// Reads ACKs (and anything else) until the session ends.
+fn read_acks(stream: &mut UnixStream, lib: &Library, shared: &Shared, tag: &str) {
+    loop {
+        match wire::read_frame(stream) {
+            Ok(None) => return,
+            Err(e) => {
+                if !shared.stopping.load(Ordering::SeqCst) {
+                    log!(shared.log, "{tag}: read failed: {e}");
+                }
+                return;
+            }
+            Ok(Some((seq, frame))) => {
+                log!(shared.log, "{tag} <- {} seq={seq}", describe(&frame));
+                match frame {
+                    Frame::Ack(status) => lib.ack(seq, status),
+                    Frame::Error(_) => return,
+                    Frame::Unknown { flags, .. } if flags & FLAG_IGNORABLE != 0 => {}
+                    other => {
+                        let reason = format!("unexpected {}", describe(&other));
+                        let mut w = lock(&lib.writer);
+                        let _ = wire::write_frame(&mut *w, seq, &Frame::Error(reason.clone()));
+                        log!(shared.log, "{tag}: {reason}; closing");
+                        return;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Sends ERROR with `reason` and logs it; the caller then closes.
+fn refuse(stream: &mut UnixStream, shared: &Shared, tag: &str, reason: String) {
+    log!(shared.log, "{tag} -> ERROR {reason:?}; closing");
+    let _ = wire::write_frame(stream, 0, &Frame::Error(reason));
+}
