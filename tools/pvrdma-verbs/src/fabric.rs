@@ -1,0 +1,54 @@
+//! The connection to the mux's fabric socket, which pushes the guest's GIDs
+//! into this device's GID table.
+
+use crate::engine;
+use pvrdma_fabric::{FabricClient, Gid, GidSink, FABRIC_SOCKET_ENV};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+/// Applies the mux's GID changes to the device's GID table.
+pub struct DeviceGids;
+
+impl GidSink for DeviceGids {
+    fn gid_added(&self, gid: Gid) -> Result<(), String> {
+        let r = engine::lock().gids.add(gid);
+        crate::log::vlog!("gid_added", "{} -> {:?}", crate::fmt_gid(&gid), r);
+        r.map(|_| ())
+    }
+
+    fn gid_removed(&self, gid: Gid) {
+        engine::lock().gids.remove(&gid);
+        crate::log::vlog!("gid_removed", "{}", crate::fmt_gid(&gid));
+    }
+}
+
+/// Connects to the fabric socket named by `PVRDMA_FABRIC`, once per
+/// process; without the variable the GID table holds only index 0.
+/// Called from `ibv_open_device` with the engine unlocked (the client may
+/// push GIDs while connecting).
+pub fn connect_if_configured() -> Result<(), i32> {
+    static CONNECTED: Mutex<bool> = Mutex::new(false);
+    let Some(path) = std::env::var_os(FABRIC_SOCKET_ENV) else {
+        return Ok(());
+    };
+    let mut connected = CONNECTED.lock().unwrap_or_else(|e| e.into_inner());
+    if *connected {
+        return Ok(());
+    }
+    match FabricClient::connect(Path::new(&path), Arc::new(DeviceGids)) {
+        Ok(client) => {
+            // The connection lives as long as the process (QEMU keeps its
+            // device open until exit); it is never torn down.
+            std::mem::forget(client);
+            *connected = true;
+            Ok(())
+        }
+        Err(e) => {
+            eprintln!(
+                "pvrdma-verbs: cannot connect to fabric socket {}: {e}",
+                Path::new(&path).display()
+            );
+            Err(e.raw_os_error().unwrap_or(libc::ECONNREFUSED))
+        }
+    }
+}
