@@ -1,0 +1,207 @@
+#!/bin/sh
+# PID 1 of a lab guest (see Documentation/lab.md).
+#
+# The guest's root is the host's root, shared read-only over virtio-9p, so this
+# script runs under the host's /bin/sh and every tool is the host's. The runner
+# (tools/pvrdma-lab) passes what to do on the kernel command line, under names
+# that are not module parameters of any module that will ever be loaded:
+#   lab.driver=c|rust     which driver this run is for (only recorded)
+#   lab.module=PATH       the RDMA driver module to insmod
+#   lab.kdir=PATH         the test kernel's build dir (modules.order: dependencies)
+#   lab.test=NAME         runs tests/guest/tests/NAME.sh
+#   lab.timeout=SECONDS   the guest-side time limit of that script
+# and shares the per-test results directory writable under the tag "results".
+#
+# Whatever happens, this script writes what it saw into the results directory
+# and powers the guest off; `done` is written last, so a missing `done` tells
+# the runner the guest never finished reporting.
+
+PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export PATH
+LAB_DIR=$(dirname "$0")
+export LAB_DIR
+R=/run/results
+LAB_RESULTS=$R
+export LAB_RESULTS
+LAB_IP=192.0.2.1
+export LAB_IP
+
+# --- Early mounts -----------------------------------------------------------
+mount -t proc proc /proc
+read -r LAB_BOOT_UPTIME _ </proc/uptime
+mount -t sysfs sysfs /sys
+[ -c /dev/null ] || mount -t devtmpfs devtmpfs /dev
+mkdir -p /dev/pts /dev/shm 2>/dev/null
+mount -t devpts devpts /dev/pts 2>/dev/null
+mount -t tmpfs -o mode=1777 tmpfs /dev/shm 2>/dev/null
+# Everything the tools may write: the host's root is read-only.
+for d in /tmp /run /var/tmp /var/lib/rdma; do
+	[ -d "$d" ] && mount -t tmpfs -o mode=1777 tmpfs "$d"
+done
+mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+HOME=/tmp
+export HOME
+
+mkdir -p "$R"
+if ! mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 results "$R"; then
+	echo "lab-init: cannot mount the results share; nothing can be reported" >/dev/console
+	echo o >/proc/sysrq-trigger
+fi
+
+# --- Reporting helpers --------------------------------------------------------
+# uptime_now: seconds since boot.
+uptime_now() {
+	read -r u _ </proc/uptime
+	echo "$u"
+}
+
+# log MESSAGE: to the console (captured by the runner) and to init.log.
+log() {
+	echo "lab-init: $*" >/dev/console
+	echo "[$(uptime_now)] $*" >>"$R/init.log"
+}
+
+# stage NAME: the last step reached, read by the runner when the guest never reports.
+stage() {
+	echo "$1" >"$R/stage"
+	log "stage: $1"
+}
+
+# finish: collects dmesg and leak reports, writes `done`, powers off. Never returns.
+finish() {
+	stage collect
+	if [ -w /sys/kernel/debug/kmemleak ]; then
+		# Two scans: kmemleak reports an object only if it was unreferenced and
+		# unchanged (same checksum) in two scans, and at least 5 s old; the
+		# first scan takes longer than that under TCG.
+		log "kmemleak: scanning"
+		echo scan >/sys/kernel/debug/kmemleak
+		log "kmemleak: scanning again"
+		echo scan >/sys/kernel/debug/kmemleak
+		cat /sys/kernel/debug/kmemleak >"$R/kmemleak.txt" 2>&1
+	fi
+	dmesg >"$R/dmesg.txt" 2>&1
+	cat /proc/modules >"$R/modules-after.txt" 2>&1
+	uptime_now >"$R/end-uptime"
+	echo "done" >"$R/done"
+	sync
+	umount "$R" 2>/dev/null
+	log "powering off"
+	busybox poweroff -f 2>/dev/null
+	echo o >/proc/sysrq-trigger
+	sleep 10
+	exit 1
+}
+
+# setup_failed MESSAGE: records why the guest could not run the test, then finishes.
+setup_failed() {
+	echo "$*" >"$R/setup"
+	log "setup failed: $*"
+	finish
+}
+
+echo "$LAB_BOOT_UPTIME" >"$R/boot-uptime"
+log "init started at uptime $LAB_BOOT_UPTIME s"
+stage parse-cmdline
+
+# --- What to do ----------------------------------------------------------------
+LAB_DRIVER=
+LAB_MODULE=
+LAB_KDIR=
+LAB_TEST=
+LAB_TIMEOUT=300
+# shellcheck disable=SC2013 # the command line is split into words on purpose
+for arg in $(cat /proc/cmdline); do
+	case "$arg" in
+	lab.driver=*) LAB_DRIVER=${arg#lab.driver=} ;;
+	lab.module=*) LAB_MODULE=${arg#lab.module=} ;;
+	lab.kdir=*) LAB_KDIR=${arg#lab.kdir=} ;;
+	lab.test=*) LAB_TEST=${arg#lab.test=} ;;
+	lab.timeout=*) LAB_TIMEOUT=${arg#lab.timeout=} ;;
+	esac
+done
+export LAB_DRIVER
+log "driver=$LAB_DRIVER module=$LAB_MODULE test=$LAB_TEST timeout=${LAB_TIMEOUT}s"
+case "$LAB_TEST" in
+"" | *[!A-Za-z0-9_-]*) setup_failed "bad test name '$LAB_TEST' on the kernel command line" ;;
+esac
+case "$LAB_TIMEOUT" in
+"" | *[!0-9]*) setup_failed "bad lab.timeout '$LAB_TIMEOUT'" ;;
+esac
+LAB_SCRIPT=$LAB_DIR/tests/$LAB_TEST.sh
+[ -r "$LAB_SCRIPT" ] || setup_failed "no test script $LAB_SCRIPT"
+[ -r "$LAB_MODULE" ] || setup_failed "no driver module at '$LAB_MODULE'"
+
+# shellcheck source=lib.sh
+. "$LAB_DIR/lib.sh"
+# shellcheck source=modules.sh
+. "$LAB_DIR/modules.sh"
+
+# --- Network --------------------------------------------------------------------
+stage network
+ip link set lo up || setup_failed "ip link set lo up failed"
+LAB_NETDEV=
+for n in /sys/class/net/*; do
+	drv=$(basename "$(readlink "$n/device/driver" 2>/dev/null)" 2>/dev/null)
+	if [ "$drv" = vmxnet3 ]; then
+		LAB_NETDEV=$(basename "$n")
+		break
+	fi
+done
+[ -n "$LAB_NETDEV" ] || setup_failed "no vmxnet3 network interface (ls /sys/class/net: $(echo /sys/class/net/*))"
+export LAB_NETDEV
+ip link set "$LAB_NETDEV" up || setup_failed "ip link set $LAB_NETDEV up failed"
+ip addr add "$LAB_IP/24" dev "$LAB_NETDEV" || setup_failed "ip addr add $LAB_IP/24 dev $LAB_NETDEV failed"
+ip addr show >"$R/interfaces.txt" 2>&1
+log "network: $LAB_NETDEV has $LAB_IP/24"
+
+# --- Driver ---------------------------------------------------------------------
+stage load-driver
+# The RDMA core's user-space interfaces, in case the kernel builds them as modules
+# (nothing depends on them, so the driver's dependencies do not pull them in).
+for m in ib_uverbs ib_umad rdma_ucm; do
+	if lab_module_path "$m" >/dev/null; then
+		lab_load_module "$(lab_module_path "$m")" || setup_failed "cannot load $m: ${LAB_INSMOD_ERROR:-see init.log}"
+	fi
+done
+lab_load_module "$LAB_MODULE" || setup_failed "insmod $LAB_MODULE failed: ${LAB_INSMOD_ERROR:-see init.log}"
+LAB_MODULE_NAME=$(modinfo -F name "$LAB_MODULE" 2>/dev/null)
+[ -n "$LAB_MODULE_NAME" ] || LAB_MODULE_NAME=$(basename "$LAB_MODULE" .ko | tr - _)
+log "loaded $LAB_MODULE_NAME"
+
+stage wait-device
+lab_wait_device 60 || setup_failed "$LAB_WAIT_FAILURE"
+export LAB_DEV LAB_GID_INDEX
+log "device $LAB_DEV port 1 ACTIVE, GID of $LAB_IP at index $LAB_GID_INDEX (ready at uptime $(uptime_now) s)"
+ibv_devinfo -v >"$R/ibv_devinfo.txt" 2>&1
+echo ok >"$R/setup"
+
+# --- The test ---------------------------------------------------------------------
+stage "test $LAB_TEST"
+mkdir -p /tmp/lab-test
+cd /tmp/lab-test || setup_failed "cannot cd to /tmp/lab-test"
+t0=$(uptime_now)
+timeout -k 5 "$LAB_TIMEOUT" sh "$LAB_SCRIPT" >"$R/test.log" 2>&1 </dev/null
+status=$?
+t1=$(uptime_now)
+cd /
+echo "$status" >"$R/status"
+echo "$t0 $t1" >"$R/test-uptime"
+if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
+	echo "FAIL: the test script did not finish within ${LAB_TIMEOUT}s (guest-side timeout)" >>"$R/test.log"
+fi
+log "test $LAB_TEST exited with status $status"
+sed 's/^/lab-test: /' "$R/test.log" >/dev/console
+
+# --- Teardown: the driver's remove path is part of every test ---------------------------
+stage rmmod
+# Anything the test left behind would hold the device open and make rmmod wait.
+kill -KILL -1 2>/dev/null
+sleep 1
+if timeout 60 rmmod "$LAB_MODULE_NAME" >>"$R/init.log" 2>&1; then
+	echo ok >"$R/teardown"
+else
+	echo "rmmod $LAB_MODULE_NAME failed or hung (status $?)" >"$R/teardown"
+fi
+log "teardown: $(cat "$R/teardown")"
+finish

@@ -1,0 +1,314 @@
+# Shared helpers of the lab's guest tests, sourced by init.sh and by every
+# tests/<name>.sh (see Documentation/lab.md).
+#
+# A test prints "FAIL: <cause>" and exits non-zero when an assertion fails; the
+# runner reports the first FAIL line as the cause. Every blocking command runs
+# under timeout(1), so a hang turns into a FAIL with a message.
+#
+# Set by init.sh before a test runs: LAB_DEV (RDMA device), LAB_GID_INDEX (index
+# of the GID of LAB_IP), LAB_IP, LAB_NETDEV (the vmxnet3 interface), LAB_RESULTS
+# (a writable directory copied back to the host), LAB_DRIVER (c or rust).
+
+# lab_fail MESSAGE...: reports a failed assertion and ends the test.
+lab_fail() {
+	echo "FAIL: $*"
+	exit 1
+}
+
+# lab_note MESSAGE...: a line of the test's log.
+lab_note() {
+	echo "lab: $*"
+}
+
+# lab_tail FILE: the last lines of FILE on one line, for failure messages.
+lab_tail() {
+	grep -v -e '^ *local address:' -e '^ *remote address:' "$1" 2>/dev/null |
+		tail -n 4 | tr '\n\t' '  ' | cut -c 1-300
+}
+
+# lab_ipv4_gid A.B.C.D: the GID of an IPv4 address as sysfs spells it
+# (an IPv4-mapped IPv6 address: ::ffff:a.b.c.d).
+lab_ipv4_gid() {
+	echo "$1" | {
+		IFS=. read -r a b c d
+		printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x\n' "$a" "$b" "$c" "$d"
+	}
+}
+
+# lab_gid_index DEV A.B.C.D: prints the lowest index of port 1's GID table that
+# holds the GID of the IPv4 address; fails if there is none.
+lab_gid_index() {
+	want=$(lab_ipv4_gid "$2")
+	i=0
+	while [ -r "/sys/class/infiniband/$1/ports/1/gids/$i" ]; do
+		if [ "$(cat "/sys/class/infiniband/$1/ports/1/gids/$i" 2>/dev/null)" = "$want" ]; then
+			echo "$i"
+			return 0
+		fi
+		i=$((i + 1))
+	done
+	return 1
+}
+
+# lab_first_device: prints the name of the first RDMA device.
+lab_first_device() {
+	for d in /sys/class/infiniband/*; do
+		if [ -e "$d" ]; then
+			basename "$d"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# lab_wait_device SECONDS: waits until an RDMA device exists, its port 1 is
+# ACTIVE and its GID table holds the GID of $LAB_IP. Sets LAB_DEV and
+# LAB_GID_INDEX, or LAB_WAIT_FAILURE (what was missing) and returns 1.
+# shellcheck disable=SC2034 # LAB_WAIT_FAILURE is read by init.sh
+lab_wait_device() {
+	deadline=$(($(cut -d. -f1 /proc/uptime) + $1))
+	LAB_DEV=
+	LAB_GID_INDEX=
+	while :; do
+		LAB_DEV=$(lab_first_device)
+		if [ -z "$LAB_DEV" ]; then
+			LAB_WAIT_FAILURE="no RDMA device appeared in /sys/class/infiniband within $1 s"
+		elif ! grep -q ACTIVE "/sys/class/infiniband/$LAB_DEV/ports/1/state" 2>/dev/null; then
+			LAB_WAIT_FAILURE="port 1 of $LAB_DEV not ACTIVE within $1 s (state: $(cat "/sys/class/infiniband/$LAB_DEV/ports/1/state" 2>&1))"
+		elif LAB_GID_INDEX=$(lab_gid_index "$LAB_DEV" "$LAB_IP"); then
+			return 0
+		else
+			LAB_WAIT_FAILURE="no GID of $LAB_IP ($(lab_ipv4_gid "$LAB_IP")) in the GID table of $LAB_DEV port 1 within $1 s"
+		fi
+		[ "$(cut -d. -f1 /proc/uptime)" -lt "$deadline" ] || return 1
+		sleep 0.2
+	done
+}
+
+# lab_wait_tcp_listen PORT SECONDS: waits until a TCP socket listens on PORT;
+# returns 1 at the timeout, 2 as soon as the server (LAB_SERVER_PID) is gone.
+lab_wait_tcp_listen() {
+	hex=$(printf '%04X' "$1")
+	n=$(($2 * 5))
+	while [ "$n" -gt 0 ]; do
+		# /proc/net/tcp{,6}: "sl local_address rem_address st ..."; st 0A is LISTEN.
+		if grep -qE "^ *[0-9]+: [0-9A-F]+:$hex [0-9A-F]+:0000 0A " /proc/net/tcp /proc/net/tcp6 2>/dev/null; then
+			return 0
+		fi
+		lab_alive "$LAB_SERVER_PID" || return 2
+		sleep 0.2
+		n=$((n - 1))
+	done
+	return 1
+}
+
+# lab_wait_cm_listen PORT SECONDS: waits until an rdma_cm ID listens on PORT
+# (rdma-core's examples print nothing once they listen); returns 1 at the
+# timeout, 2 as soon as the server (LAB_SERVER_PID) is gone.
+lab_wait_cm_listen() {
+	if ! command -v rdma >/dev/null; then
+		lab_note "no rdma tool: giving the rdma_cm server 5 s to listen"
+		sleep 5
+		return 0
+	fi
+	n=$(($2 * 5))
+	while [ "$n" -gt 0 ]; do
+		if timeout 10 rdma resource show cm_id 2>/dev/null | grep "state LISTEN" | grep -q ":$1 *\$\|:$1 "; then
+			return 0
+		fi
+		lab_alive "$LAB_SERVER_PID" || return 2
+		sleep 0.2
+		n=$((n - 1))
+	done
+	return 1
+}
+
+# lab_wait_listen KIND PORT SECONDS WHAT LOG: waits for the server to listen
+# (KIND tcp or cm) and fails, saying why, if it does not.
+lab_wait_listen() {
+	"lab_wait_$1_listen" "$2" "$3"
+	case $? in
+	0) return 0 ;;
+	2)
+		lab_server_wait
+		lab_fail "$4: the server exited (status $LAB_SERVER_STATUS) before it listened on port $2: $(lab_tail "$5")"
+		;;
+	*)
+		lab_server_stop
+		lab_fail "$4: the server did not listen on port $2 within $3 s: $(lab_tail "$5")"
+		;;
+	esac
+}
+
+# lab_check_exit WHAT STATUS LOG SECONDS: fails unless STATUS (of a command run
+# under `timeout SECONDS`) is 0, saying whether it timed out.
+lab_check_exit() {
+	case "$2" in
+	0) return 0 ;;
+	124 | 137) lab_fail "$1 did not finish within $4 s (timed out): $(lab_tail "$3")" ;;
+	*) lab_fail "$1 exited with status $2: $(lab_tail "$3")" ;;
+	esac
+}
+
+# lab_expect LOG PATTERN WHAT: fails unless the grep -E PATTERN matches a line of LOG.
+lab_expect() {
+	grep -qE "$2" "$1" || lab_fail "$3: expected a line matching '$2' in $(basename "$1"): $(lab_tail "$1")"
+}
+
+# lab_reject LOG PATTERN WHAT: fails if the grep -E PATTERN matches a line of LOG.
+lab_reject() {
+	if line=$(grep -m 1 -E "$2" "$1"); then
+		lab_fail "$3: $(basename "$1") has '$line'"
+	fi
+}
+
+# lab_alive PID: true while process PID runs (not yet exited; an exited child
+# stays a zombie until waited for).
+lab_alive() {
+	state=
+	read -r _ _ state _ <"/proc/$1/stat" 2>/dev/null
+	[ -n "$state" ] && [ "$state" != Z ]
+}
+
+# lab_server_start SECONDS LOG CMD...: starts CMD in the background under
+# timeout(1) with its output in LOG; sets LAB_SERVER_PID.
+lab_server_start() {
+	t=$1
+	log=$2
+	shift 2
+	lab_note "server: $*"
+	# Line-buffered, so that what a killed tool printed is kept.
+	timeout -k 5 "$t" stdbuf -oL "$@" >"$log" 2>&1 </dev/null &
+	LAB_SERVER_PID=$!
+	LAB_SERVER_STATUS=
+	LAB_SERVER_STOPPED=
+}
+
+# lab_server_stop: ends the background server (after its client failed).
+lab_server_stop() {
+	if [ -z "$LAB_SERVER_STATUS" ] && lab_alive "$LAB_SERVER_PID"; then
+		LAB_SERVER_STOPPED=1
+	fi
+	kill "$LAB_SERVER_PID" 2>/dev/null
+	lab_server_wait
+}
+
+# lab_server_wait: waits for the background server; sets LAB_SERVER_STATUS.
+lab_server_wait() {
+	if [ -z "$LAB_SERVER_STATUS" ]; then
+		wait "$LAB_SERVER_PID"
+		LAB_SERVER_STATUS=$?
+	fi
+}
+
+# lab_client_run SECONDS LOG CMD...: runs the client CMD under timeout(1) with
+# its output in LOG while watching the server: if the server fails first, the
+# client (which may wait forever for it) is stopped 5 s later. Then waits for
+# the server. Sets LAB_CLIENT_STATUS and LAB_SERVER_STATUS.
+lab_client_run() {
+	t=$1
+	log=$2
+	shift 2
+	lab_note "client: $*"
+	timeout -k 5 "$t" stdbuf -oL "$@" >"$log" 2>&1 </dev/null &
+	client_pid=$!
+	grace=
+	while lab_alive "$client_pid"; do
+		if [ -z "$LAB_SERVER_STATUS" ] && ! lab_alive "$LAB_SERVER_PID"; then
+			lab_server_wait
+			[ "$LAB_SERVER_STATUS" -eq 0 ] || grace=25
+		fi
+		if [ -n "$grace" ]; then
+			grace=$((grace - 1))
+			[ "$grace" -gt 0 ] || kill "$client_pid" 2>/dev/null
+		fi
+		sleep 0.2
+	done
+	wait "$client_pid"
+	LAB_CLIENT_STATUS=$?
+	[ "$LAB_CLIENT_STATUS" -eq 0 ] || lab_server_stop
+	lab_server_wait
+}
+
+# lab_check_pair WHAT SECONDS SERVER_LOG CLIENT_LOG: fails unless both the
+# server and the client exited 0. A server that failed by itself (not timed
+# out, not stopped after its client failed) is reported first: its client then
+# only waited for it.
+lab_check_pair() {
+	if [ -z "$LAB_SERVER_STOPPED" ]; then
+		case "$LAB_SERVER_STATUS" in
+		0 | 124 | 137) ;;
+		*) lab_check_exit "$1 server" "$LAB_SERVER_STATUS" "$3" "$2" ;;
+		esac
+	fi
+	lab_check_exit "$1 client" "$LAB_CLIENT_STATUS" "$4" "$2"
+	lab_check_exit "$1 server" "$LAB_SERVER_STATUS" "$3" "$2"
+}
+
+# lab_pingpong TOOL SIZE ITERS PORT [OPTION...]: runs an ibv_*_pingpong server
+# and client in this guest (the client reaches the server over TCP on 127.0.0.1
+# to exchange QP numbers and GIDs), with `-g $LAB_GID_INDEX -s SIZE -n ITERS`,
+# and checks that both exit 0, report SIZE*ITERS*2 bytes and ITERS iterations,
+# and report no invalid data (--chk, when given).
+lab_pingpong() {
+	tool=$1
+	size=$2
+	iters=$3
+	port=$4
+	shift 4
+	limit=${LAB_PINGPONG_TIMEOUT:-120}
+	tag="$tool-s$size"
+	srv=$LAB_RESULTS/$tag-server.log
+	cli=$LAB_RESULTS/$tag-client.log
+	set -- -d "$LAB_DEV" -g "$LAB_GID_INDEX" -s "$size" -n "$iters" -p "$port" "$@"
+
+	lab_server_start "$limit" "$srv" "$tool" "$@"
+	lab_wait_listen tcp "$port" 60 "$tag" "$srv"
+	lab_client_run "$limit" "$cli" "$tool" "$@" 127.0.0.1
+	lab_check_pair "$tag" "$limit" "$srv" "$cli"
+
+	bytes=$((size * iters * 2))
+	for side in "$srv" "$cli"; do
+		lab_expect "$side" "^$bytes bytes in " "$tag"
+		lab_expect "$side" "^$iters iters in " "$tag"
+		lab_reject "$side" "invalid data" "$tag"
+		lab_reject "$side" "^(Failed status|Completion for unknown|parse WC failed|poll CQ failed)" "$tag"
+	done
+	lab_note "$tag: ok: $(grep -h ' iters in ' "$cli")"
+}
+
+# lab_ucmatose CONNECTIONS MESSAGES PORT [OPTION...]: runs a ucmatose (rdma_cm,
+# RC) server bound to $LAB_IP and a client connecting to it, CONNECTIONS
+# connections with MESSAGES messages each way, OPTIONs added to both, and
+# checks what they report.
+lab_ucmatose() {
+	conns=$1
+	msgs=$2
+	port=$3
+	shift 3
+	limit=${LAB_CM_TIMEOUT:-120}
+	srv=$LAB_RESULTS/ucmatose-server.log
+	cli=$LAB_RESULTS/ucmatose-client.log
+
+	lab_server_start "$limit" "$srv" ucmatose -b "$LAB_IP" -p "$port" -c "$conns" -C "$msgs" "$@"
+	lab_wait_listen cm "$port" 60 ucmatose "$srv"
+	lab_client_run "$limit" "$cli" ucmatose -s "$LAB_IP" -b "$LAB_IP" -p "$port" -c "$conns" -C "$msgs" "$@"
+	lab_check_pair ucmatose "$limit" "$srv" "$cli"
+
+	# The server leaves its connect loop only after CONNECTIONS ESTABLISHED
+	# events, then completes MESSAGES sends and MESSAGES receives on each
+	# connection, then waits for CONNECTIONS DISCONNECTED events: each line
+	# below proves one of those counts. (ucmatose counts completions without
+	# checking their status.)
+	for side in "$srv" "$cli"; do
+		lab_reject "$side" "event: .*error|failed|failure|error:" "ucmatose"
+		lab_expect "$side" "^data transfers complete\$" "ucmatose"
+		lab_expect "$side" "^test complete\$" "ucmatose"
+		lab_expect "$side" "^return status 0\$" "ucmatose"
+	done
+	lab_expect "$srv" "^completing sends\$" "ucmatose server"
+	lab_expect "$srv" "^receiving data transfers\$" "ucmatose server"
+	lab_expect "$srv" "^disconnected\$" "ucmatose server"
+	lab_expect "$cli" "^sending replies\$" "ucmatose client"
+	lab_note "ucmatose $*: $conns connections x $msgs messages each way: ok"
+}

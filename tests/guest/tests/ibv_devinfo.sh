@@ -1,0 +1,42 @@
+#!/bin/sh
+# lab-about: ibv_devinfo -v shows the pvrdma device, port 1 PORT_ACTIVE, link layer Ethernet and the GID of 192.0.2.1; rdma link shows the link
+# lab-timeout: 120
+. "$LAB_DIR/lib.sh"
+
+out=$LAB_RESULTS/ibv_devinfo-v.txt
+timeout 60 ibv_devinfo -v -d "$LAB_DEV" >"$out" 2>&1
+lab_check_exit "ibv_devinfo -v -d $LAB_DEV" $? "$out" 60
+
+# rdma-core's vmw_pvrdma provider bound to the device: otherwise libibverbs
+# lists no device at all and ibv_devinfo fails above.
+lab_expect "$out" "^hca_id:[[:space:]]+$LAB_DEV\$" "device"
+# (vendor_id is the device's caps.vendor_id, which QEMU 7.2 leaves 0; the PCI
+# vendor is checked in sysfs below.)
+lab_expect "$out" "^[[:space:]]+vendor_part_id:[[:space:]]+2080\$" "pvrdma part id (0x0820)"
+lab_expect "$out" "^[[:space:]]+phys_port_cnt:[[:space:]]+1\$" "one port"
+lab_expect "$out" "^[[:space:]]+port:[[:space:]]+1\$" "port 1"
+lab_expect "$out" "^[[:space:]]+state:[[:space:]]+PORT_ACTIVE \(4\)\$" "port state"
+lab_expect "$out" "^[[:space:]]+link_layer:[[:space:]]+Ethernet\$" "link layer"
+gid=$(lab_ipv4_gid "$LAB_IP")
+lab_expect "$out" "^[[:space:]]+GID\[ *$LAB_GID_INDEX\]:[[:space:]]+$gid, RoCE v1\$" "GID of $LAB_IP"
+lab_note "ibv_devinfo: $LAB_DEV port 1 PORT_ACTIVE, Ethernet, GID[$LAB_GID_INDEX] $gid (RoCE v1)"
+
+# The kernel side of the same facts.
+driver=$(basename "$(readlink "/sys/class/infiniband/$LAB_DEV/device/driver")")
+lab_note "PCI driver bound to $LAB_DEV: $driver"
+[ "$(cat "/sys/class/infiniband/$LAB_DEV/device/vendor")" = 0x15ad ] || lab_fail "PCI vendor of $LAB_DEV is not 0x15ad"
+[ "$(cat "/sys/class/infiniband/$LAB_DEV/device/device")" = 0x0820 ] || lab_fail "PCI device of $LAB_DEV is not 0x0820"
+netdev=$(cat "/sys/class/infiniband/$LAB_DEV/ports/1/gid_attrs/ndevs/$LAB_GID_INDEX" 2>/dev/null)
+[ "$netdev" = "$LAB_NETDEV" ] || lab_fail "GID[$LAB_GID_INDEX] belongs to netdev '$netdev', not the vmxnet3 $LAB_NETDEV"
+
+if command -v rdma >/dev/null; then
+	link=$LAB_RESULTS/rdma-link.txt
+	timeout 30 rdma link show "$LAB_DEV/1" >"$link" 2>&1
+	lab_check_exit "rdma link show $LAB_DEV/1" $? "$link" 30
+	lab_expect "$link" "^link $LAB_DEV/1 .*state ACTIVE" "rdma link state"
+	lab_expect "$link" " physical_state LINK_UP( |\$)" "rdma link physical state"
+	lab_expect "$link" " netdev $LAB_NETDEV( |\$)" "rdma link netdev"
+	lab_note "rdma link: $(cat "$link")"
+else
+	lab_note "no rdma tool (iproute2): rdma link not checked"
+fi

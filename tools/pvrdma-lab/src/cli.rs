@@ -1,0 +1,230 @@
+//! The command line: `pvrdma-lab run [options]`, `pvrdma-lab list`.
+
+use std::path::PathBuf;
+
+/// The usage text.
+pub const USAGE: &str = "\
+usage: pvrdma-lab run [--drivers c,rust] [--tests NAME,...] [--results DIR]
+                      [--kernel DIR] [--keep-going] [--qemu PATH]
+                      [--mux PATH] [--verbs-lib PATH] [--rust-module PATH]
+       pvrdma-lab list
+
+run   boots one fresh QEMU (with a fresh pvrdma-mux) per driver and test and
+      prints one TAP line per driver/test, then `N passed, N failed`.
+      --drivers      drivers to test (default: c,rust)
+      --tests        tests to run (default: all; `pvrdma-lab list` names them)
+      --results      results directory (default: <checkout>/results)
+      --kernel       test kernel build dir (default: $PVRDMA_CACHE/kernel/current,
+                     PVRDMA_CACHE defaulting to ~/.cache/pvrdma-rs)
+      --keep-going   run every test even after one failed (default: stop at
+                     the first failure and skip the rest)
+      --qemu         QEMU system emulator (default: qemu-system-x86_64 on PATH)
+      --mux          pvrdma-mux binary (default: tools/target/release/pvrdma-mux)
+      --verbs-lib    software verbs library QEMU preloads
+                     (default: tools/target/release/libpvrdma_verbs.so)
+      --rust-module  the Rust driver module
+                     (default: drivers/infiniband/hw/pvrdma/pvrdma.ko)
+list  lists the guest tests (tests/guest/tests/*.sh)
+";
+
+/// A driver the lab can test.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Driver {
+    /// The reference C driver, vmw_pvrdma, built with the test kernel.
+    C,
+    /// This project's Rust driver, pvrdma.
+    Rust,
+}
+
+impl Driver {
+    /// The name used on the command line, in TAP lines and in results paths.
+    pub fn name(self) -> &'static str {
+        match self {
+            Driver::C => "c",
+            Driver::Rust => "rust",
+        }
+    }
+
+    fn parse(name: &str) -> Result<Driver, String> {
+        match name {
+            "c" => Ok(Driver::C),
+            "rust" => Ok(Driver::Rust),
+            _ => Err(format!("unknown driver '{name}' (known: c, rust)")),
+        }
+    }
+}
+
+/// Options of `pvrdma-lab run`.
+#[derive(Debug, Default)]
+pub struct RunOptions {
+    /// Drivers to test, in order; empty means all.
+    pub drivers: Vec<Driver>,
+    /// Tests to run, in order; empty means all.
+    pub tests: Vec<String>,
+    /// `--results`.
+    pub results: Option<PathBuf>,
+    /// `--kernel`.
+    pub kernel: Option<PathBuf>,
+    /// `--keep-going`.
+    pub keep_going: bool,
+    /// `--qemu`.
+    pub qemu: Option<PathBuf>,
+    /// `--mux`.
+    pub mux: Option<PathBuf>,
+    /// `--verbs-lib`.
+    pub verbs_lib: Option<PathBuf>,
+    /// `--rust-module`.
+    pub rust_module: Option<PathBuf>,
+}
+
+/// What the command line asks for.
+#[derive(Debug)]
+pub enum Command {
+    /// `run`.
+    Run(RunOptions),
+    /// `list`.
+    List,
+    /// `help`, `-h`, `--help`.
+    Help,
+}
+
+/// Parses the arguments after the program name.
+pub fn parse(args: &[String]) -> Result<Command, String> {
+    let Some((command, rest)) = args.split_first() else {
+        return Err("no command given".to_string());
+    };
+    match command.as_str() {
+        "run" => parse_run(rest).map(Command::Run),
+        "list" if rest.is_empty() => Ok(Command::List),
+        "list" => Err(format!("list takes no arguments, got '{}'", rest[0])),
+        "help" | "-h" | "--help" => Ok(Command::Help),
+        other => Err(format!("unknown command '{other}'")),
+    }
+}
+
+fn parse_run(args: &[String]) -> Result<RunOptions, String> {
+    let mut options = RunOptions::default();
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        // Both `--opt value` and `--opt=value`.
+        let (flag, inline) = match arg.split_once('=') {
+            Some((flag, value)) if flag.starts_with("--") => (flag, Some(value.to_string())),
+            _ => (arg.as_str(), None),
+        };
+        if flag == "--keep-going" {
+            if inline.is_some() {
+                return Err("--keep-going takes no value".to_string());
+            }
+            options.keep_going = true;
+            continue;
+        }
+        if !KNOWN_VALUE_OPTIONS.contains(&flag) {
+            return Err(format!("unknown option '{arg}'"));
+        }
+        let value = inline
+            .or_else(|| args.next().cloned())
+            .ok_or_else(|| format!("{flag} needs a value"))?;
+        // An empty list (`--tests=`, as a Makefile passes an unset variable)
+        // means the default; an empty path is an error.
+        let path = || -> Result<Option<PathBuf>, String> {
+            if value.is_empty() {
+                Err(format!("{flag} needs a value"))
+            } else {
+                Ok(Some(PathBuf::from(&value)))
+            }
+        };
+        match flag {
+            "--drivers" => {
+                options.drivers = list(&value)
+                    .iter()
+                    .map(|d| Driver::parse(d))
+                    .collect::<Result<_, _>>()?;
+            }
+            "--tests" => options.tests = list(&value),
+            "--results" => options.results = path()?,
+            "--kernel" => options.kernel = path()?,
+            "--qemu" => options.qemu = path()?,
+            "--mux" => options.mux = path()?,
+            "--verbs-lib" => options.verbs_lib = path()?,
+            _ => options.rust_module = path()?,
+        }
+    }
+    dedup(&mut options.drivers);
+    dedup(&mut options.tests);
+    Ok(options)
+}
+
+/// The options of `run` that take a value.
+const KNOWN_VALUE_OPTIONS: &[&str] = &[
+    "--drivers",
+    "--tests",
+    "--results",
+    "--kernel",
+    "--qemu",
+    "--mux",
+    "--verbs-lib",
+    "--rust-module",
+];
+
+/// A comma- or space-separated list, empty items dropped.
+fn list(value: &str) -> Vec<String> {
+    value
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+fn dedup<T: PartialEq + Clone>(items: &mut Vec<T>) {
+    let mut seen = Vec::new();
+    items.retain(|item| {
+        if seen.contains(item) {
+            false
+        } else {
+            seen.push(item.clone());
+            true
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Vec<String> {
+        s.split_whitespace().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn run_options() {
+        let Ok(Command::Run(o)) = parse(&args(
+            "run --drivers c,rust,c --tests=a,b --keep-going --results /r --qemu /q",
+        )) else {
+            panic!("not parsed");
+        };
+        assert_eq!(o.drivers, vec![Driver::C, Driver::Rust]);
+        assert_eq!(o.tests, vec!["a", "b"]);
+        assert!(o.keep_going);
+        assert_eq!(o.results, Some(PathBuf::from("/r")));
+        assert_eq!(o.qemu, Some(PathBuf::from("/q")));
+    }
+
+    #[test]
+    fn errors() {
+        assert!(parse(&args("run --drivers go")).is_err());
+        assert!(parse(&args("run --tests")).is_err());
+        assert!(parse(&args("run --results=")).is_err());
+        assert!(parse(&args("run --bogus")).is_err());
+        assert!(parse(&args("list extra")).is_err());
+        assert!(parse(&[]).is_err());
+        assert!(matches!(parse(&args("list")), Ok(Command::List)));
+    }
+
+    #[test]
+    fn empty_lists_mean_all() {
+        let Ok(Command::Run(o)) = parse(&args("run --drivers= --tests=")) else {
+            panic!("not parsed");
+        };
+        assert!(o.drivers.is_empty() && o.tests.is_empty());
+    }
+}

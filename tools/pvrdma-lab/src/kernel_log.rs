@@ -1,0 +1,159 @@
+//! Finding kernel trouble in a guest's dmesg and console log: oops, BUG, WARN,
+//! KASAN/UBSAN reports, lockdep reports, hung tasks and RCU stalls, kmemleak
+//! reports, panics, and any "Call Trace". Any one of them fails a test.
+
+/// Kernel messages that start a report, matched at the start of a message
+/// (after the `[   12.345678] ` timestamp).
+const REPORT_STARTS: &[(&str, &str)] = &[
+    ("Oops", "oops"),
+    ("BUG:", "BUG"),
+    ("kernel BUG at", "BUG"),
+    ("WARNING:", "WARN or lockdep report"),
+    ("------------[ cut here ]------------", "WARN/BUG"),
+    ("INFO:", "lockdep/hung task/RCU report"),
+    ("KASAN:", "KASAN report"),
+    ("UBSAN:", "UBSAN report"),
+    ("Call Trace:", "call trace"),
+    ("general protection fault", "general protection fault"),
+    ("Kernel panic", "kernel panic"),
+    ("unreferenced object", "kmemleak report"),
+];
+
+/// Kernel messages that report trouble wherever they appear in a message
+/// (some come after a subsystem prefix, such as "watchdog: BUG: soft lockup").
+const REPORT_ANYWHERE: &[(&str, &str)] = &[
+    ("BUG: ", "BUG"),
+    ("INFO: task ", "hung task"),
+    ("detected stall", "RCU stall"),
+    ("possible circular locking dependency", "lockdep report"),
+    ("possible recursive locking", "lockdep report"),
+    ("inconsistent lock state", "lockdep report"),
+    ("suspicious RCU usage", "lockdep report"),
+    ("suspected memory leak", "kmemleak report"),
+    ("list_add corruption", "list corruption"),
+    ("list_del corruption", "list corruption"),
+];
+
+/// One message that reports trouble.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    /// What kind of report it is.
+    pub kind: &'static str,
+    /// The message, without its timestamp.
+    pub message: String,
+}
+
+/// The message of a log line: the text after a printk timestamp (`[   1.23] `),
+/// or None for lines that are not kernel messages (no timestamp: the guest's
+/// init and test output, firmware, QEMU).
+fn kernel_message(line: &str) -> Option<&str> {
+    let line = line.trim_end_matches('\r');
+    // A printk level prefix (`<4>`), as `dmesg -r` would show it.
+    let line = match line.strip_prefix('<') {
+        Some(rest) => rest.split_once('>').map_or(line, |(_, msg)| msg),
+        None => line,
+    };
+    let rest = line.trim_start().strip_prefix('[')?;
+    let (stamp, message) = rest.split_once(']')?;
+    let stamp = stamp.trim();
+    let is_time = !stamp.is_empty() && stamp.bytes().all(|b| b.is_ascii_digit() || b == b'.');
+    is_time.then(|| message.strip_prefix(' ').unwrap_or(message))
+}
+
+/// Every message of `log` that reports trouble, in order, each at most once.
+pub fn scan(log: &str) -> Vec<Problem> {
+    let mut problems: Vec<Problem> = Vec::new();
+    for line in log.lines() {
+        let Some(message) = kernel_message(line) else {
+            continue;
+        };
+        let message_start = message.trim_start();
+        let kind = REPORT_STARTS
+            .iter()
+            .find(|(start, _)| message_start.starts_with(start))
+            .or_else(|| {
+                REPORT_ANYWHERE
+                    .iter()
+                    .find(|(text, _)| message.contains(text))
+            })
+            .map(|(_, kind)| *kind);
+        if let Some(kind) = kind {
+            let problem = Problem {
+                kind,
+                message: message_start.to_string(),
+            };
+            if !problems.contains(&problem) {
+                problems.push(problem);
+            }
+        }
+    }
+    problems
+}
+
+/// The number of leaked objects in the contents of /sys/kernel/debug/kmemleak.
+pub fn kmemleak_objects(report: &str) -> usize {
+    report
+        .lines()
+        .filter(|l| l.trim_start().starts_with("unreferenced object"))
+        .count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_reports() {
+        let log = "\
+[    0.000000] Linux version 6.12
+[    0.100000] Spectre V2 : WARNING: Unprivileged eBPF is enabled
+[    1.000000] lab-init: not a problem
+lab-test: WARNING: CPU: 0 not a kernel message
+[    2.500000] ------------[ cut here ]------------
+[    2.500001] WARNING: CPU: 1 PID: 77 at drivers/x.c:10 f+0x1/0x2
+[    2.500002] Call Trace:
+[    3.000000] watchdog: BUG: soft lockup - CPU#0 stuck for 22s!
+[    4.000000] ======================================================
+[    4.000001] WARNING: possible circular locking dependency detected
+[    5.000000] kmemleak: 2 new suspected memory leaks (see /sys/kernel/debug/kmemleak)
+";
+        let kinds: Vec<&str> = scan(log).iter().map(|p| p.kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                "WARN/BUG",
+                "WARN or lockdep report",
+                "call trace",
+                "BUG",
+                "WARN or lockdep report",
+                "kmemleak report"
+            ]
+        );
+    }
+
+    #[test]
+    fn clean_boot_is_clean() {
+        let log = "\
+[    0.000000] Lock dependency validator: Copyright (c) 2006 Red Hat, Inc., Ingo Molnar
+[    0.000000] ... MAX_LOCKDEP_SUBCLASSES:  8
+[    0.120000] RETBleed: WARNING: Spectre v2 mitigation leaves CPU vulnerable to RETBleed attacks, data leaks possible!
+[    1.000000] vmw_pvrdma 0000:00:04.1: device version 17, driver version 20
+";
+        assert_eq!(scan(log), []);
+    }
+
+    #[test]
+    fn counts_kmemleak_objects() {
+        let report = "unreferenced object 0xffff888 (size 64):\n  comm \"insmod\"\nunreferenced object 0xffff999 (size 8):\n";
+        assert_eq!(kmemleak_objects(report), 2);
+        assert_eq!(kmemleak_objects(""), 0);
+    }
+
+    #[test]
+    fn message_extraction() {
+        assert_eq!(kernel_message("[    1.5] hello"), Some("hello"));
+        assert_eq!(kernel_message("<4>[    1.5] hello"), Some("hello"));
+        assert_eq!(kernel_message("[ok] hello"), None);
+        assert_eq!(kernel_message("plain"), None);
+    }
+}

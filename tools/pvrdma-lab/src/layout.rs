@@ -1,0 +1,118 @@
+//! Where the lab's parts are: the checkout's guest scripts and Rust module, the
+//! cached test kernel, the host tools built in `tools/target/release`.
+
+use std::env;
+use std::path::{Path, PathBuf};
+
+use crate::cli::RunOptions;
+
+/// The checkout this runner was built from (`tools/pvrdma-lab/../..`).
+pub fn checkout() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// `tests/guest`: the init script, lib.sh and `tests/*.sh`.
+pub fn guest_dir() -> PathBuf {
+    checkout().join("tests/guest")
+}
+
+/// The directory of the test scripts.
+pub fn tests_dir() -> PathBuf {
+    guest_dir().join("tests")
+}
+
+/// `${PVRDMA_CACHE:-$HOME/.cache/pvrdma-rs}`.
+pub fn cache_dir() -> PathBuf {
+    match env::var_os("PVRDMA_CACHE") {
+        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+        _ => PathBuf::from(env::var_os("HOME").unwrap_or_else(|| "/root".into()))
+            .join(".cache/pvrdma-rs"),
+    }
+}
+
+/// Every path a run uses, resolved from the options and the defaults.
+#[derive(Debug)]
+pub struct Layout {
+    /// The guest's init script.
+    pub init: PathBuf,
+    /// The results directory.
+    pub results: PathBuf,
+    /// The test kernel's build dir.
+    pub kernel_dir: PathBuf,
+    /// The kernel image QEMU boots.
+    pub bzimage: PathBuf,
+    /// The C driver module.
+    pub c_module: PathBuf,
+    /// The Rust driver module.
+    pub rust_module: PathBuf,
+    /// The QEMU system emulator.
+    pub qemu: PathBuf,
+    /// The rdmacm-mux replacement.
+    pub mux: PathBuf,
+    /// The software verbs library QEMU preloads.
+    pub verbs_lib: PathBuf,
+}
+
+impl Layout {
+    /// Resolves the paths of a run; relative paths become absolute (the guest
+    /// sees the host's root, so it needs absolute paths too).
+    pub fn resolve(options: &RunOptions) -> Layout {
+        let checkout = absolute(&checkout());
+        let release = checkout.join("tools/target/release");
+        let kernel_dir = absolute(
+            &options
+                .kernel
+                .clone()
+                .unwrap_or_else(|| cache_dir().join("kernel/current")),
+        );
+        Layout {
+            init: checkout.join("tests/guest/init.sh"),
+            results: absolute(
+                &options
+                    .results
+                    .clone()
+                    .unwrap_or_else(|| checkout.join("results")),
+            ),
+            bzimage: kernel_dir.join("arch/x86/boot/bzImage"),
+            c_module: kernel_dir.join("drivers/infiniband/hw/vmw_pvrdma/vmw_pvrdma.ko"),
+            kernel_dir,
+            rust_module: absolute(
+                &options
+                    .rust_module
+                    .clone()
+                    .unwrap_or_else(|| checkout.join("drivers/infiniband/hw/pvrdma/pvrdma.ko")),
+            ),
+            qemu: options
+                .qemu
+                .clone()
+                .unwrap_or_else(|| PathBuf::from("qemu-system-x86_64")),
+            mux: absolute(
+                &options
+                    .mux
+                    .clone()
+                    .unwrap_or_else(|| release.join("pvrdma-mux")),
+            ),
+            verbs_lib: absolute(
+                &options
+                    .verbs_lib
+                    .clone()
+                    .unwrap_or_else(|| release.join("libpvrdma_verbs.so")),
+            ),
+        }
+    }
+}
+
+/// `path` made absolute and, where it exists, free of symlinks and `..` (so
+/// that what is recorded and handed to the guest names the real file).
+pub fn absolute(path: &Path) -> PathBuf {
+    if let Ok(real) = path.canonicalize() {
+        return real;
+    }
+    if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        env::current_dir()
+            .map(|d| d.join(path))
+            .unwrap_or_else(|_| path.to_path_buf())
+    }
+}

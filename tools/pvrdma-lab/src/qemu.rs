@@ -1,0 +1,223 @@
+//! The QEMU command line of a lab guest (Documentation/lab.md explains each part).
+
+use std::ffi::OsString;
+use std::path::Path;
+use std::process::Command;
+
+/// Guest RAM, shared (`share=on`): QEMU's pvrdma refuses anything else.
+const RAM: &str = "1G";
+/// vCPUs: a pingpong server and client poll their CQs at the same time.
+const CPUS: &str = "2";
+
+/// What one guest needs.
+pub struct Guest<'a> {
+    /// The kernel image.
+    pub bzimage: &'a Path,
+    /// The guest's init script (a host path: the guest's root is the host's).
+    pub init: &'a Path,
+    /// `lab.driver=`.
+    pub driver: &'a str,
+    /// The driver module the guest loads.
+    pub module: &'a Path,
+    /// The kernel build dir (modules.order, for module dependencies).
+    pub kernel_dir: &'a Path,
+    /// The test to run.
+    pub test: &'a str,
+    /// Its guest-side time limit.
+    pub test_timeout_secs: u64,
+    /// The per-test results directory, shared writable with the guest.
+    pub results_dir: &'a Path,
+    /// The mux's socket, which QEMU's mad chardev connects to.
+    pub mad_socket: &'a Path,
+    /// The fabric socket the verbs library connects to.
+    pub fabric_socket: &'a Path,
+    /// The software verbs library, preloaded in place of libibverbs.
+    pub verbs_lib: &'a Path,
+    /// Where the verbs library logs.
+    pub verbs_log: &'a Path,
+}
+
+/// A path as a QEMU option value: commas are doubled (QEMU's escape).
+fn option_path(path: &Path) -> Result<String, String> {
+    let text = path
+        .to_str()
+        .ok_or_else(|| format!("{}: not UTF-8", path.display()))?;
+    Ok(text.replace(',', ",,"))
+}
+
+/// A path as a kernel command line value: no spaces, quotes or control characters.
+fn cmdline_path(path: &Path) -> Result<&str, String> {
+    let text = path
+        .to_str()
+        .ok_or_else(|| format!("{}: not UTF-8", path.display()))?;
+    if text.is_empty()
+        || text
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control() || c == '"')
+    {
+        return Err(format!(
+            "{text:?} cannot be passed on the guest's kernel command line (spaces, quotes or control characters)"
+        ));
+    }
+    Ok(text)
+}
+
+impl Guest<'_> {
+    /// The kernel command line.
+    pub fn append(&self) -> Result<String, String> {
+        Ok(format!(
+            "console=ttyS0 panic=-1 root=hostroot rootfstype=9p \
+             rootflags=trans=virtio,version=9p2000.L,msize=262144,cache=loose ro \
+             init={init} lab.driver={driver} lab.module={module} lab.kdir={kdir} \
+             lab.test={test} lab.timeout={timeout}",
+            init = cmdline_path(self.init)?,
+            driver = self.driver,
+            module = cmdline_path(self.module)?,
+            kdir = cmdline_path(self.kernel_dir)?,
+            test = self.test,
+            timeout = self.test_timeout_secs,
+        ))
+    }
+
+    /// The arguments after the QEMU binary.
+    pub fn args(&self) -> Result<Vec<OsString>, String> {
+        let args: Vec<String> = vec![
+            "-machine".into(),
+            "q35,memory-backend=ram0".into(),
+            // One host thread runs both vCPUs in turn: with multi-threaded TCG
+            // a vCPU was seen executing an int3 the kernel had already patched
+            // away on the other (an "Oops: int3" at boot), and on a 2-core host
+            // the single thread is no slower.
+            "-accel".into(),
+            "tcg,thread=single".into(),
+            "-m".into(),
+            RAM.into(),
+            "-smp".into(),
+            CPUS.into(),
+            "-object".into(),
+            format!("memory-backend-ram,id=ram0,size={RAM},share=on"),
+            "-nographic".into(),
+            "-no-reboot".into(),
+            // No default NIC: the vmxnet3 below is the only one, with no host
+            // backend, so the guest's network reaches nothing outside it.
+            "-nic".into(),
+            "none".into(),
+            "-kernel".into(),
+            option_path(self.bzimage)?,
+            "-append".into(),
+            self.append()?,
+            "-fsdev".into(),
+            "local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap".into(),
+            "-device".into(),
+            "virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot".into(),
+            "-fsdev".into(),
+            format!(
+                "local,id=results,path={},security_model=none",
+                option_path(self.results_dir)?
+            ),
+            "-device".into(),
+            "virtio-9p-pci,fsdev=results,mount_tag=results".into(),
+            // pvrdma must be function 1 of the slot whose function 0 is a vmxnet3.
+            "-device".into(),
+            "vmxnet3,addr=0x4.0,multifunction=on".into(),
+            "-chardev".into(),
+            format!("socket,id=mad0,path={}", option_path(self.mad_socket)?),
+            "-device".into(),
+            "pvrdma,addr=0x4.1,mad-chardev=mad0".into(),
+        ];
+        Ok(args.into_iter().map(OsString::from).collect())
+    }
+
+    /// The command: QEMU with its arguments and the verbs library's environment.
+    pub fn command(&self, qemu: &Path) -> Result<Command, String> {
+        let mut command = Command::new(qemu);
+        command
+            .args(self.args()?)
+            .env("LD_PRELOAD", self.verbs_lib)
+            .env("PVRDMA_FABRIC", self.fabric_socket)
+            .env("PVRDMA_VERBS_LOG", self.verbs_log);
+        Ok(command)
+    }
+
+    /// The command as a shell line, recorded with the results to rerun by hand.
+    pub fn shell_line(&self, qemu: &Path) -> Result<String, String> {
+        let mut words = vec![
+            format!("LD_PRELOAD={}", quote(&self.verbs_lib.to_string_lossy())),
+            format!(
+                "PVRDMA_FABRIC={}",
+                quote(&self.fabric_socket.to_string_lossy())
+            ),
+            format!(
+                "PVRDMA_VERBS_LOG={}",
+                quote(&self.verbs_log.to_string_lossy())
+            ),
+            quote(&qemu.to_string_lossy()),
+        ];
+        words.extend(self.args()?.iter().map(|a| quote(&a.to_string_lossy())));
+        Ok(words.join(" "))
+    }
+}
+
+/// `word` quoted for sh when it needs to be.
+fn quote(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn guest<'a>(results: &'a Path) -> Guest<'a> {
+        Guest {
+            bzimage: Path::new("/k/bzImage"),
+            init: Path::new("/c/tests/guest/init.sh"),
+            driver: "c",
+            module: Path::new("/k/vmw_pvrdma.ko"),
+            kernel_dir: Path::new("/k"),
+            test: "ibv_devinfo",
+            test_timeout_secs: 120,
+            results_dir: results,
+            mad_socket: Path::new("/tmp/s/mad.sock"),
+            fabric_socket: Path::new("/tmp/s/fabric.sock"),
+            verbs_lib: Path::new("/t/libpvrdma_verbs.so"),
+            verbs_log: Path::new("/r/verbs.log"),
+        }
+    }
+
+    #[test]
+    fn command_line() {
+        let g = guest(Path::new("/r,x"));
+        let args: Vec<String> = g
+            .args()
+            .unwrap()
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert!(args.contains(&"local,id=results,path=/r,,x,security_model=none".to_string()));
+        assert!(args.contains(&"pvrdma,addr=0x4.1,mad-chardev=mad0".to_string()));
+        let append = g.append().unwrap();
+        assert!(append.contains(" lab.test=ibv_devinfo lab.timeout=120"));
+        assert!(append.contains(" init=/c/tests/guest/init.sh "));
+    }
+
+    #[test]
+    fn refuses_unsafe_cmdline_paths() {
+        let mut g = guest(Path::new("/r"));
+        g.module = Path::new("/a b/m.ko");
+        assert!(g.append().is_err());
+    }
+
+    #[test]
+    fn quoting() {
+        assert_eq!(quote("a,b=c"), "a,b=c");
+        assert_eq!(quote("it's"), r"'it'\''s'");
+    }
+}

@@ -1,0 +1,278 @@
+//! One test with one driver: a fresh mux and a fresh QEMU (the device model has
+//! no reset handler, so a guest never runs two tests), a wall-clock limit, and
+//! every log kept in `<results>/<driver>/<test>/`.
+
+use std::fs::{self, File};
+use std::io::Write;
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+use crate::catalog::GuestTest;
+use crate::child::{self, Guard};
+use crate::cli::Driver;
+use crate::guest_report::{self, GuestReport};
+use crate::kernel_log::Problem;
+use crate::layout::Layout;
+use crate::mux::{self, MuxFiles};
+use crate::qemu::Guest;
+use crate::run_error::RunError;
+use crate::signals;
+use crate::verdict::{self, Evidence, QemuEnd, Verdict};
+
+/// Time a guest needs on top of its test script's limit: boot, loading the
+/// driver and waiting for the port (60 s in init), rmmod (60 s), kmemleak scans
+/// and saving dmesg.
+const GUEST_OVERHEAD_SECS: u64 = 200;
+/// How long QEMU gets to exit after SIGTERM before SIGKILL.
+const QEMU_GRACE: Duration = Duration::from_secs(5);
+/// How long the mux gets to exit after SIGTERM before SIGKILL.
+const MUX_GRACE: Duration = Duration::from_secs(2);
+
+/// What one test produced.
+pub struct Outcome {
+    /// The verdict.
+    pub verdict: Verdict,
+    /// Guest uptime when init started.
+    pub boot_secs: Option<f64>,
+    /// How long the test script ran in the guest.
+    pub test_secs: Option<f64>,
+    /// Wall-clock time from starting the mux to QEMU's end.
+    pub wall: Duration,
+}
+
+/// A private directory for one test's sockets (unix socket paths are limited
+/// to 107 bytes, so they live in the temporary directory, not the results).
+struct SocketDir(PathBuf);
+
+impl SocketDir {
+    fn create() -> Result<SocketDir, RunError> {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let path = std::env::temp_dir().join(format!(
+            "pvrdma-lab-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::SeqCst)
+        ));
+        let _ = fs::remove_dir_all(&path);
+        fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&path)
+            .map_err(|e| RunError::Failed(format!("cannot create {}: {e}", path.display())))?;
+        Ok(SocketDir(path))
+    }
+}
+
+/// Removes the socket directories of runners that died without cleaning up
+/// (SIGKILL): `pvrdma-lab-<pid>-<n>` whose pid no longer runs.
+pub fn remove_stale_socket_dirs() {
+    let Ok(entries) = fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("pvrdma-lab-"))
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+impl Drop for SocketDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A fresh, empty results directory for one test.
+fn fresh_dir(dir: &Path) -> Result<(), RunError> {
+    if dir.exists() {
+        fs::remove_dir_all(dir)
+            .map_err(|e| RunError::Failed(format!("cannot clear {}: {e}", dir.display())))?;
+    }
+    fs::create_dir_all(dir)
+        .map_err(|e| RunError::Failed(format!("cannot create {}: {e}", dir.display())))
+}
+
+fn create(path: &Path) -> Result<File, RunError> {
+    File::create(path)
+        .map_err(|e| RunError::Failed(format!("cannot create {}: {e}", path.display())))
+}
+
+/// Runs `test` with `driver` (whose module is `module`); results go to `dir`.
+pub fn run(
+    layout: &Layout,
+    driver: Driver,
+    module: &Path,
+    test: &GuestTest,
+    dir: &Path,
+) -> Result<Outcome, RunError> {
+    let started = Instant::now();
+    let outcome = |verdict, report: Option<&GuestReport>| Outcome {
+        verdict,
+        boot_secs: report.and_then(|r| r.boot_secs),
+        test_secs: report.and_then(|r| r.test_secs),
+        wall: started.elapsed(),
+    };
+    let lab_failure = |e: RunError| -> Result<Outcome, RunError> {
+        match e {
+            RunError::Failed(why) => Ok(outcome(
+                Verdict::Fail {
+                    cause: format!("lab: {why}"),
+                    kernel_problem: false,
+                },
+                None,
+            )),
+            interrupted => Err(interrupted),
+        }
+    };
+
+    if let Err(e) = fresh_dir(dir) {
+        return lab_failure(e);
+    }
+    let sockets = match SocketDir::create() {
+        Ok(s) => s,
+        Err(e) => return lab_failure(e),
+    };
+    let mad_socket = sockets.0.join("mad.sock");
+    let fabric_socket = sockets.0.join("fabric.sock");
+
+    let mut mux = match mux::start(
+        &layout.mux,
+        &MuxFiles {
+            mad_socket: &mad_socket,
+            fabric_socket: &fabric_socket,
+            log: &dir.join("mux.log"),
+            stderr_log: &dir.join("mux-stderr.log"),
+        },
+    ) {
+        Ok(m) => m,
+        Err(e) => return lab_failure(e),
+    };
+
+    let verbs_log = dir.join("verbs.log");
+    let guest = Guest {
+        bzimage: &layout.bzimage,
+        init: &layout.init,
+        driver: driver.name(),
+        module,
+        kernel_dir: &layout.kernel_dir,
+        test: &test.name,
+        test_timeout_secs: test.timeout_secs,
+        results_dir: dir,
+        mad_socket: &mad_socket,
+        fabric_socket: &fabric_socket,
+        verbs_lib: &layout.verbs_lib,
+        verbs_log: &verbs_log,
+    };
+    let limit_secs = test.timeout_secs + GUEST_OVERHEAD_SECS;
+    let qemu_end = match start_and_wait(&guest, layout, dir, limit_secs, &mut mux) {
+        Ok(end) => end,
+        Err(e) => return lab_failure(e),
+    };
+    let (qemu_end, mux_failure) = qemu_end;
+    mux.terminate(MUX_GRACE);
+
+    let report = guest_report::read(dir);
+    let console = guest_report::read_text(&dir.join("console.log")).unwrap_or_default();
+    let evidence = Evidence {
+        report: &report,
+        qemu: qemu_end,
+        mux_failure,
+        console: &console,
+    };
+    let problems = verdict::kernel_problems(&evidence);
+    write_problems(&dir.join("kernel-problems.txt"), &problems);
+    let verdict = verdict::judge(&evidence, &problems);
+    Ok(outcome(verdict, Some(&report)))
+}
+
+/// Starts QEMU and waits until it exits or its time is up; also reports a mux
+/// that died under it.
+fn start_and_wait(
+    guest: &Guest,
+    layout: &Layout,
+    dir: &Path,
+    limit_secs: u64,
+    mux: &mut Guard,
+) -> Result<(QemuEnd, Option<String>), RunError> {
+    let mut command = guest.command(&layout.qemu).map_err(RunError::Failed)?;
+    let line = guest.shell_line(&layout.qemu).map_err(RunError::Failed)?;
+    fs::write(
+        dir.join("qemu-command.sh"),
+        format!(
+            "#!/bin/sh\n# start {} first\n{line}\n",
+            layout.mux.display()
+        ),
+    )
+    .map_err(|e| RunError::Failed(format!("cannot write qemu-command.sh: {e}")))?;
+    command
+        .stdin(Stdio::null())
+        .stdout(create(&dir.join("console.log"))?)
+        .stderr(create(&dir.join("qemu.log"))?);
+    let mut qemu = child::spawn("qemu", &mut command)
+        .map_err(|e| RunError::Failed(format!("cannot start {}: {e}", layout.qemu.display())))?;
+
+    let deadline = Instant::now() + Duration::from_secs(limit_secs);
+    let mut mux_failure = None;
+    loop {
+        if let Some(signum) = signals::received() {
+            qemu.terminate(QEMU_GRACE);
+            return Err(RunError::Interrupted(signum));
+        }
+        match qemu.try_wait() {
+            Ok(Some(status)) => {
+                let end = QemuEnd::Exited {
+                    status: child::describe(status),
+                    success: status.success(),
+                };
+                return Ok((end, mux_failure));
+            }
+            Ok(None) => {}
+            Err(e) => {
+                return Err(RunError::Failed(format!(
+                    "cannot wait for {}: {e}",
+                    qemu.name()
+                )))
+            }
+        }
+        if mux_failure.is_none() {
+            if let Ok(Some(status)) = mux.try_wait() {
+                mux_failure = Some(format!(
+                    "pvrdma-mux exited ({}) while the guest ran (see mux-stderr.log)",
+                    child::describe(status)
+                ));
+            }
+        }
+        if Instant::now() >= deadline {
+            qemu.terminate(QEMU_GRACE);
+            let _ = writeln!(
+                create(&dir.join("timeout.txt"))?,
+                "the runner killed QEMU after {limit_secs} s"
+            );
+            return Ok((QemuEnd::TimedOut { limit_secs }, mux_failure));
+        }
+        sleep(Duration::from_millis(100));
+    }
+}
+
+fn write_problems(path: &Path, problems: &[Problem]) {
+    if problems.is_empty() {
+        let _ = fs::remove_file(path);
+        return;
+    }
+    let text: String = problems
+        .iter()
+        .map(|p| format!("{}: {}\n", p.kind, p.message))
+        .collect();
+    let _ = fs::write(path, text);
+}

@@ -1,0 +1,257 @@
+//! Judging one test from what the guest reported, how QEMU ended, whether the
+//! mux stayed up, and what the kernel logged.
+
+use crate::guest_report::GuestReport;
+use crate::kernel_log::{self, Problem};
+
+/// How the guest's QEMU ended.
+#[derive(Debug, Clone)]
+pub enum QemuEnd {
+    /// It exited by itself (the guest powered off, or QEMU failed).
+    Exited {
+        /// Its exit status in words.
+        status: String,
+        /// Whether it exited with status 0.
+        success: bool,
+    },
+    /// The runner killed it at the test's wall-clock limit.
+    TimedOut {
+        /// The limit, in seconds.
+        limit_secs: u64,
+    },
+}
+
+/// Everything a verdict is made from.
+pub struct Evidence<'a> {
+    /// What the guest wrote into its results directory.
+    pub report: &'a GuestReport,
+    /// How QEMU ended.
+    pub qemu: QemuEnd,
+    /// Set when the mux exited while QEMU still ran.
+    pub mux_failure: Option<String>,
+    /// The guest's serial console output.
+    pub console: &'a str,
+}
+
+/// A test's verdict.
+#[derive(Debug, PartialEq)]
+pub enum Verdict {
+    /// Everything checked out.
+    Pass,
+    /// It failed.
+    Fail {
+        /// Why, in one line.
+        cause: String,
+        /// The kernel reported trouble (never excused as a known failure).
+        kernel_problem: bool,
+    },
+}
+
+fn fail(cause: String) -> Verdict {
+    Verdict::Fail {
+        cause,
+        kernel_problem: false,
+    }
+}
+
+/// The kernel problems in the guest's dmesg, console and kmemleak report.
+pub fn kernel_problems(evidence: &Evidence) -> Vec<Problem> {
+    let mut problems = kernel_log::scan(evidence.report.dmesg.as_deref().unwrap_or(""));
+    for problem in kernel_log::scan(evidence.console) {
+        if !problems.contains(&problem) {
+            problems.push(problem);
+        }
+    }
+    let leaks = kernel_log::kmemleak_objects(evidence.report.kmemleak.as_deref().unwrap_or(""));
+    if leaks > 0 {
+        problems.push(Problem {
+            kind: "kmemleak report",
+            message: format!("kmemleak: {leaks} unreferenced object(s) (see kmemleak.txt)"),
+        });
+    }
+    problems
+}
+
+/// The verdict on one test, given the kernel problems found in its logs.
+pub fn judge(evidence: &Evidence, problems: &[Problem]) -> Verdict {
+    let report = evidence.report;
+    if let Some(first) = problems.first() {
+        let more = match problems.len() {
+            1 => String::new(),
+            n => format!(" (+{} more, see kernel-problems.txt)", n - 1),
+        };
+        return Verdict::Fail {
+            cause: format!("kernel {}: {}{more}", first.kind, first.message),
+            kernel_problem: true,
+        };
+    }
+    if let Some(mux) = &evidence.mux_failure {
+        return fail(format!("lab: {mux}"));
+    }
+    let stage = report.stage.as_deref().unwrap_or("before init started");
+    if !report.done {
+        return fail(match &evidence.qemu {
+            QemuEnd::TimedOut { limit_secs } => format!(
+                "guest did not report within {limit_secs} s (timeout, killed); last stage: {stage}"
+            ),
+            QemuEnd::Exited { status, .. } => {
+                format!(
+                    "guest did not report: QEMU exited ({status}); last stage: {stage} (crash?)"
+                )
+            }
+        });
+    }
+    match &report.setup {
+        Some(Ok(())) => {}
+        Some(Err(why)) => return fail(format!("guest setup failed: {why}")),
+        None => {
+            return fail(format!(
+                "guest did not run the test (stopped at stage: {stage})"
+            ))
+        }
+    }
+    match report.status {
+        Some(0) => {}
+        Some(status) => {
+            return fail(match &report.first_failure {
+                Some(cause) => cause.clone(),
+                None => format!(
+                    "test script exited with status {status} without a FAIL line (see test.log)"
+                ),
+            })
+        }
+        None => return fail("the guest did not record the test's exit status".to_string()),
+    }
+    match &report.teardown {
+        Some(Ok(())) => {}
+        Some(Err(why)) => return fail(format!("teardown: {why}")),
+        None => return fail("the guest did not record the driver's teardown".to_string()),
+    }
+    if let QemuEnd::Exited {
+        status,
+        success: false,
+    } = &evidence.qemu
+    {
+        return fail(format!(
+            "QEMU exited ({status}) after the guest reported (see qemu.log)"
+        ));
+    }
+    Verdict::Pass
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn passed_report() -> GuestReport {
+        GuestReport {
+            done: true,
+            setup: Some(Ok(())),
+            status: Some(0),
+            teardown: Some(Ok(())),
+            dmesg: Some("[    1.0] all fine\n".to_string()),
+            ..GuestReport::default()
+        }
+    }
+
+    fn exited() -> QemuEnd {
+        QemuEnd::Exited {
+            status: "status 0".to_string(),
+            success: true,
+        }
+    }
+
+    fn verdict(report: &GuestReport, qemu: QemuEnd, console: &str) -> Verdict {
+        let evidence = Evidence {
+            report,
+            qemu,
+            mux_failure: None,
+            console,
+        };
+        let problems = kernel_problems(&evidence);
+        judge(&evidence, &problems)
+    }
+
+    #[test]
+    fn pass() {
+        assert_eq!(verdict(&passed_report(), exited(), ""), Verdict::Pass);
+    }
+
+    #[test]
+    fn script_failure_gives_its_fail_line() {
+        let mut report = passed_report();
+        report.status = Some(1);
+        report.first_failure = Some("size 4096: no".to_string());
+        assert_eq!(
+            verdict(&report, exited(), ""),
+            Verdict::Fail {
+                cause: "size 4096: no".to_string(),
+                kernel_problem: false
+            }
+        );
+    }
+
+    #[test]
+    fn kernel_problem_wins() {
+        let mut report = passed_report();
+        report.dmesg =
+            Some("[ 5.0] WARNING: CPU: 0 PID: 1 at x.c:1 f\n[ 5.1] Call Trace:\n".to_string());
+        let Verdict::Fail {
+            cause,
+            kernel_problem,
+        } = verdict(&report, exited(), "")
+        else {
+            panic!("passed");
+        };
+        assert!(kernel_problem);
+        assert!(
+            cause.starts_with("kernel WARN or lockdep report: WARNING: CPU: 0"),
+            "{cause}"
+        );
+        assert!(
+            cause.ends_with("(+1 more, see kernel-problems.txt)"),
+            "{cause}"
+        );
+    }
+
+    #[test]
+    fn no_report() {
+        let report = GuestReport {
+            stage: Some("wait-device".to_string()),
+            ..GuestReport::default()
+        };
+        let Verdict::Fail { cause, .. } =
+            verdict(&report, QemuEnd::TimedOut { limit_secs: 60 }, "")
+        else {
+            panic!("passed");
+        };
+        assert_eq!(
+            cause,
+            "guest did not report within 60 s (timeout, killed); last stage: wait-device"
+        );
+        let Verdict::Fail { cause, .. } = verdict(
+            &report,
+            QemuEnd::Exited {
+                status: "signal 11 (SIGSEGV)".to_string(),
+                success: false,
+            },
+            "",
+        ) else {
+            panic!("passed");
+        };
+        assert!(
+            cause.starts_with("guest did not report: QEMU exited (signal 11 (SIGSEGV))"),
+            "{cause}"
+        );
+    }
+
+    #[test]
+    fn teardown_failure() {
+        let mut report = passed_report();
+        report.teardown = Some(Err("rmmod vmw_pvrdma failed".to_string()));
+        assert!(matches!(
+            verdict(&report, exited(), ""),
+            Verdict::Fail { .. }
+        ));
+    }
+}
