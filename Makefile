@@ -43,11 +43,19 @@ tools: deps
 	@echo "== host tools (verbs backend, mux, runner)"
 	@cd $(TOP)/tools && $(CARGO) build --release --quiet
 
-# The Rust driver module, built against the cached test kernel.
+# The Rust driver module, built against the cached test kernel. A Rust module
+# must be rebuilt whenever the kernel (its `kernel` crate) was: Kbuild does not
+# track that for external modules, so a stamp of the kernel build forces it.
+MODULE_STAMP := $(TOP)/drivers/infiniband/hw/pvrdma/.kernel-stamp
 module: kernel
 	@if [ -f $(TOP)/Kbuild ] && [ -d $(TOP)/drivers/infiniband/hw/pvrdma ]; then \
 		echo "== driver module"; \
-		$(MAKE) -C $(KDIR_FILE)/ M=$(TOP) $$($(TOP)/tools/lab/kernel-env) modules; \
+		stamp="$$(readlink -f $(KDIR_FILE)) $$(stat -c %Y $(KDIR_FILE)/vmlinux)"; \
+		if [ "$$(cat $(MODULE_STAMP) 2>/dev/null)" != "$$stamp" ]; then \
+			$(MAKE) -s -C $(KDIR_FILE)/ M=$(TOP) $$($(TOP)/tools/lab/kernel-env) clean; \
+		fi; \
+		$(MAKE) -C $(KDIR_FILE)/ M=$(TOP) $$($(TOP)/tools/lab/kernel-env) modules && \
+		echo "$$stamp" > $(MODULE_STAMP); \
 	fi
 
 module-clippy: kernel
@@ -59,11 +67,11 @@ unit: tools
 
 # The main job: boot, insmod, rping and ibv_rc_pingpong, a summary.
 lab: kernel tools module
-	@$(LAB) run --kernel $(KDIR_FILE)/ --drivers $(DRIVERS) --tests $(LAB_TESTS) --results $(RESULTS)
+	@$(LAB) run --keep-going --kernel $(KDIR_FILE)/ --drivers $(DRIVERS) --tests $(LAB_TESTS) --results $(RESULTS)
 
 # All tests: host unit tests, then every lab test on every driver.
 check: kernel tools module
-	@$(LAB) check --kernel $(KDIR_FILE)/ --drivers $(DRIVERS) $(if $(TESTS),--tests $(TESTS)) --results $(RESULTS)
+	@$(TOP)/tools/lab/check --kernel $(KDIR_FILE)/ --drivers $(DRIVERS) --tests "$(TESTS)" --results $(RESULTS)
 
 fmt:
 	cd $(TOP)/tools && $(CARGO) fmt --all

@@ -125,10 +125,7 @@ impl Reporter {
             line.push_str(&format!(", {} skipped", self.skipped));
         }
         if self.todo > 0 {
-            line.push_str(&format!(
-                ", {} todo (known device-model failures)",
-                self.todo
-            ));
+            line.push_str(&format!(", {} todo (known failures)", self.todo));
         }
         line
     }
@@ -168,7 +165,7 @@ mod tests {
         );
         assert_eq!(
             r.summary_line(),
-            "1 passed, 1 failed, 1 skipped, 1 todo (known device-model failures)"
+            "1 passed, 1 failed, 1 skipped, 1 todo (known failures)"
         );
         assert_eq!(r.failed(), 1);
     }
