@@ -6,9 +6,10 @@
 mod common;
 
 use common::*;
-use pvrdma_verbs::exports::{device::*, pd_mr::*};
+use pvrdma_verbs::exports::{cq::*, device::*, pd_mr::*, qp::*};
 use pvrdma_verbs::ffi::*;
 use std::ptr::null_mut;
+use std::time::{Duration, Instant};
 
 struct Pair {
     s: Side,
@@ -284,7 +285,7 @@ fn unknown_destination_gid_exceeds_retries() {
     let mut ss = [src.sge(0, 8)];
     let mut w = send_wr(1, &mut ss, IBV_WR_SEND, IBV_SEND_SIGNALED);
     assert_eq!(post_send(a, &mut w).0, 0);
-    let wcs = poll(s.cq);
+    let wcs = poll_wait(s.cq, Duration::from_secs(5));
     assert_eq!(wcs[0].status, IBV_WC_RETRY_EXC_ERR);
     assert_eq!(qp_state(a), IBV_QPS_ERR);
     drop(src);
@@ -307,9 +308,115 @@ fn peer_not_connected_back_exceeds_retries() {
     let mut ss = [src.sge(0, 8)];
     let mut w = send_wr(1, &mut ss, IBV_WR_SEND, IBV_SEND_SIGNALED);
     assert_eq!(post_send(a, &mut w).0, 0);
-    assert_eq!(poll(s.cq)[0].status, IBV_WC_RETRY_EXC_ERR);
+    let wcs = poll_wait(s.cq, Duration::from_secs(5));
+    assert_eq!(wcs[0].status, IBV_WC_RETRY_EXC_ERR);
     drop(src);
     destroy_all(&[a, b], s.ctx);
+}
+
+/// Waits up to `timeout_ms` for `fd` to be readable.
+fn readable(fd: i32, timeout_ms: i32) -> bool {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd.
+    unsafe { libc::poll(&mut p, 1, timeout_ms) == 1 && p.revents & libc::POLLIN != 0 }
+}
+
+/// An RC QP on a CQ with a completion channel, connected to a QPN that
+/// does not exist, with ACK timeout 12 (16.8 ms) and retry_cnt 2.
+struct Unanswered {
+    ctx: *mut ibv_context,
+    ch: *mut ibv_comp_channel,
+    cq: *mut ibv_cq,
+    qp: *mut ibv_qp,
+    buf: Buf,
+}
+
+const UNANSWERED_WAIT: Duration = Duration::from_nanos(3 * (4096 << 12));
+
+fn unanswered() -> Unanswered {
+    let ctx = open();
+    // SAFETY: verbs called the C way, on objects and buffers this test owns.
+    let pd = unsafe { ibv_alloc_pd(ctx) };
+    // SAFETY: verbs called the C way, on objects and buffers this test owns.
+    let ch = unsafe { ibv_create_comp_channel(ctx) };
+    assert!(!pd.is_null() && !ch.is_null());
+    let cq = create_cq(ctx, 16, ch);
+    let qp = create_qp(pd, IBV_QPT_RC, cq, cq, null_mut());
+    let (gid, index) = fresh_gid();
+    to_init(qp, IBV_QPT_RC, 0, 0);
+    to_rtr(qp, IBV_QPT_RC, index, gid, 0xfedcba);
+    to_rts_with_retries(qp, IBV_QPT_RC, 12, 2);
+    let buf = Buf::new(pd, 8, 1, IBV_ACCESS_LOCAL_WRITE);
+    Unanswered {
+        ctx,
+        ch,
+        cq,
+        qp,
+        buf,
+    }
+}
+
+impl Unanswered {
+    fn send(&self, id: u64) {
+        let mut ss = [self.buf.sge(0, 8)];
+        let mut w = send_wr(id, &mut ss, IBV_WR_SEND, IBV_SEND_SIGNALED);
+        assert_eq!(post_send(self.qp, &mut w).0, 0);
+    }
+
+    fn fd(&self) -> i32 {
+        // SAFETY: a live channel of this test.
+        unsafe { (*self.ch).fd }
+    }
+}
+
+#[test]
+fn unanswered_send_fails_after_the_retry_timeout() {
+    let u = unanswered();
+    assert_eq!(req_notify(u.cq, false), 0);
+    let start = Instant::now();
+    u.send(1);
+    u.send(2);
+    // Retransmitting: no completion yet, the QP stays in RTS.
+    assert!(poll(u.cq).is_empty());
+    assert_eq!(qp_state(u.qp), IBV_QPS_RTS);
+    // The timer raises the channel event without any other verb call.
+    assert!(readable(u.fd(), 5000), "no channel event");
+    assert!(start.elapsed() >= UNANSWERED_WAIT, "{:?}", start.elapsed());
+    let (mut cq, mut cq_ctx) = (null_mut(), null_mut());
+    // SAFETY: verbs called the C way, on objects and buffers this test owns.
+    assert_eq!(unsafe { ibv_get_cq_event(u.ch, &mut cq, &mut cq_ctx) }, 0);
+    assert_eq!(cq, u.cq);
+    // SAFETY: verbs called the C way, on objects and buffers this test owns.
+    unsafe { ibv_ack_cq_events(u.cq, 1) };
+    let wcs = poll(u.cq);
+    assert_eq!(wcs.len(), 2);
+    assert_eq!((wcs[0].wr_id, wcs[0].status), (1, IBV_WC_RETRY_EXC_ERR));
+    assert_eq!(wcs[0].qp_num, qpn(u.qp));
+    assert_eq!((wcs[1].wr_id, wcs[1].status), (2, IBV_WC_WR_FLUSH_ERR));
+    assert_eq!(qp_state(u.qp), IBV_QPS_ERR);
+    // Later WRs are flushed at once.
+    u.send(3);
+    assert_eq!(poll(u.cq)[0].status, IBV_WC_WR_FLUSH_ERR);
+    drop(u.buf);
+    destroy_all(&[u.qp], u.ctx);
+}
+
+#[test]
+fn destroying_the_qp_cancels_its_retry_timeout() {
+    let u = unanswered();
+    u.send(1);
+    assert_eq!(req_notify(u.cq, false), 0);
+    // SAFETY: verbs called the C way, on objects and buffers this test owns.
+    assert_eq!(unsafe { ibv_destroy_qp(u.qp) }, 0);
+    std::thread::sleep(UNANSWERED_WAIT * 3);
+    assert!(!readable(u.fd(), 0), "event for a destroyed QP's send");
+    assert!(poll(u.cq).is_empty());
+    drop(u.buf);
+    destroy_all(&[], u.ctx);
 }
 
 #[test]
@@ -325,7 +432,9 @@ fn rnr_waiter_fails_when_responder_goes_away() {
         ..Default::default()
     };
     assert_eq!(modify(p.b, &mut attr, IBV_QP_STATE), 0);
-    assert_eq!(poll(p.s.cq)[0].status, IBV_WC_RETRY_EXC_ERR);
+    let wcs = poll_wait(p.s.cq, Duration::from_secs(5));
+    let sent = wcs.iter().find(|w| w.qp_num == qpn(p.a)).unwrap();
+    assert_eq!(sent.status, IBV_WC_RETRY_EXC_ERR);
 }
 
 #[test]

@@ -6,7 +6,7 @@
 mod common;
 
 use common::*;
-use pvrdma_verbs::exports::ah::*;
+use pvrdma_verbs::exports::{ah::*, pd_mr::*, qp::*};
 use pvrdma_verbs::ffi::*;
 use std::ptr::null_mut;
 
@@ -216,13 +216,6 @@ fn send_errors_go_to_sqe_and_back_to_rts() {
     w2.send_flags = IBV_SEND_SIGNALED;
     assert_eq!(post_send(a, &mut w2).0, 0);
     assert_eq!(poll(s.cq)[0].status, IBV_WC_SUCCESS);
-    // An AH of another PD is a local QP operation error.
-    // SAFETY: verbs called the C way, on objects and buffers this test owns.
-    let pd2 = unsafe { pvrdma_verbs::exports::pd_mr::ibv_alloc_pd(s.ctx) };
-    let h2 = ah(pd2, gid, index);
-    w2.wr.ud.ah = h2;
-    assert_eq!(post_send(a, &mut w2).0, 0);
-    assert_eq!(poll(s.cq)[0].status, IBV_WC_LOC_QP_OP_ERR);
     // Unknown AH pointer: refused at post time.
     w2.wr.ud.ah = 0x4000 as *mut _;
     assert_eq!(post_send(a, &mut w2).0, libc::EINVAL);
@@ -232,10 +225,59 @@ fn send_errors_go_to_sqe_and_back_to_rts() {
     assert_eq!(post_send(a, &mut w3).0, libc::EINVAL);
     // SAFETY: verbs called the C way, on objects and buffers this test owns.
     assert_eq!(unsafe { ibv_destroy_ah(h) }, 0);
-    // SAFETY: verbs called the C way, on objects and buffers this test owns.
-    assert_eq!(unsafe { ibv_destroy_ah(h2) }, 0);
     drop(big);
     destroy_all(&[a], s.ctx);
+}
+
+#[test]
+fn ah_of_another_pd_serves_a_qp() {
+    // QEMU caches one AH per destination GID, created on the PD of the
+    // first QP that sent there, and hands it to QPs of every PD.
+    let s = side();
+    // SAFETY: verbs called the C way, on objects and buffers this test owns.
+    let pd_b = unsafe { ibv_alloc_pd(s.ctx) };
+    assert!(!pd_b.is_null());
+    let a = create_qp(pd_b, IBV_QPT_UD, s.cq, s.cq, null_mut());
+    let b = create_qp(s.pd, IBV_QPT_UD, s.cq, s.cq, null_mut());
+    ud_ready(a, 0x2222);
+    ud_ready(b, 0x2222);
+    let (gid_a, index_a) = fresh_gid();
+    let (gid_b, _) = fresh_gid();
+    let h = ah(s.pd, gid_b, index_a);
+    let src = Buf::new(pd_b, 32, 0x5a, IBV_ACCESS_LOCAL_WRITE);
+    let dst = Buf::new(s.pd, 128, 0, IBV_ACCESS_LOCAL_WRITE);
+    let mut rs = [dst.sge(0, 128)];
+    let mut r = recv_wr(7, &mut rs);
+    assert_eq!(post_recv(b, &mut r).0, 0);
+    let mut ss = [src.sge(0, 32)];
+    assert_eq!(ud_send(a, &mut ss, h, qpn(b), 0x2222, 1), 0);
+    let wcs = poll(s.cq);
+    assert_eq!(wcs.len(), 2);
+    let statuses: Vec<u32> = wcs.iter().map(|w| w.status).collect();
+    assert_eq!(statuses, [IBV_WC_SUCCESS; 2]);
+    let recv = wcs.iter().find(|w| w.opcode == IBV_WC_RECV).unwrap();
+    assert_eq!((recv.byte_len, recv.src_qp), (72, qpn(a)));
+    assert_eq!(recv.wc_flags & IBV_WC_GRH, IBV_WC_GRH);
+    assert_eq!(&dst.mem[8..24], &gid_a, "source GID");
+    assert_eq!(&dst.mem[24..40], &gid_b, "destination GID");
+    assert_eq!(&dst.mem[40..72], &src.mem[..]);
+    assert_eq!(qp_state(a), IBV_QPS_RTS);
+    // The AH counts on its own PD only: PD A stays busy until the AH and
+    // its other users are gone, PD B once its QP and MR are.
+    drop((src, dst));
+    for q in [a, b] {
+        // SAFETY: verbs called the C way, on objects and buffers this test owns.
+        assert_eq!(unsafe { ibv_destroy_qp(q) }, 0);
+    }
+    // SAFETY: verbs called the C way, on objects and buffers this test owns.
+    assert_eq!(unsafe { ibv_dealloc_pd(pd_b) }, 0);
+    // SAFETY: verbs called the C way, on objects and buffers this test owns.
+    assert_eq!(unsafe { ibv_dealloc_pd(s.pd) }, libc::EBUSY);
+    // SAFETY: verbs called the C way, on objects and buffers this test owns.
+    assert_eq!(unsafe { ibv_destroy_ah(h) }, 0);
+    // SAFETY: verbs called the C way, on objects and buffers this test owns.
+    assert_eq!(unsafe { ibv_dealloc_pd(s.pd) }, 0);
+    destroy_all(&[], s.ctx);
 }
 
 #[test]

@@ -4,15 +4,19 @@
 //! the QP is in RTS. An RC send whose responder has no receive posted stays
 //! at the head of the queue (RNR wait) and executes when a receive arrives:
 //! `rnr_retry` is not counted, every RNR wait is infinite (as with
-//! `rnr_retry` = 7). Receives wait in their RQ or SRQ.
+//! `rnr_retry` = 7). An RC send nobody answers also stays at the head,
+//! retransmitting, until its retry deadline passes (see [`super::retry`]).
+//! Receives wait in their RQ or SRQ.
 
 use super::limits::{mtu_bytes, MAX_INLINE_DATA, MAX_MSG_SZ, PORT_MTU};
 use super::memory::ScatterError;
+use super::retry;
 use super::route::{RemoteMessage, RemoteOutcome, Route};
 use super::wqe::{vendor_err, Completion, Payload, RecvWqe, SendWqe, UdDest};
 use super::{Engine, Key};
 use crate::ffi;
 use pvrdma_fabric::Gid;
+use std::time::Instant;
 
 /// A UD send's target as posted: AH pointer, remote QPN and Q_Key.
 #[derive(Clone, Copy, Debug)]
@@ -86,6 +90,30 @@ fn build_grh(ud: &UdDest, sgid: &Gid, payload_len: usize, imm: bool) -> [u8; GRH
     g
 }
 
+/// An RC request got no answer (`o` is its retry-exceeded outcome): the
+/// first time, start its retry deadline and wait; after the deadline, fail.
+fn unanswered(me: &Sender, w: &mut SendWqe, o: Outcome) -> Option<Outcome> {
+    let now = Instant::now();
+    match w.retry_deadline {
+        Some(at) if now >= at => Some(o),
+        Some(_) => None,
+        None => {
+            let wait = retry::retry_wait(me.attr.timeout, me.attr.retry_cnt);
+            let at = now + wait;
+            w.retry_deadline = Some(at);
+            retry::schedule(at);
+            crate::log::vlog!(
+                "rc_retry",
+                "qp_num={:#x} wr_id={:#x} dest_qp_num={:#x}: no responder, error in {wait:?}",
+                me.qpn,
+                w.wr_id,
+                me.attr.dest_qp_num
+            );
+            None
+        }
+    }
+}
+
 impl Engine {
     /// Posts one send WR (`ibv_post_send` calls this per WR, in order).
     pub fn post_send_one(
@@ -130,11 +158,10 @@ impl Engine {
         }
         if q.qp_type == ffi::IBV_QPT_UD {
             let t = ud.ok_or(libc::EINVAL)?;
-            let ah = self
-                .ahs
-                .get(&t.ah)
-                .filter(|a| a.ctx == q.ctx)
-                .ok_or(libc::EINVAL)?;
+            // Any live AH of this device will do, whatever its PD: QEMU
+            // shares one AH per destination GID between the QPs of all
+            // PDs, and mlx4/mlx5 do not compare the PDs either.
+            let ah = self.ahs.get(&t.ah).ok_or(libc::EINVAL)?;
             let g = &ah.attr.grh;
             w.ud = Some(UdDest {
                 dgid: gid_bytes(&g.dgid),
@@ -145,7 +172,6 @@ impl Engine {
                 sl: ah.attr.sl,
                 remote_qpn: t.remote_qpn & super::qp::QPN_MASK,
                 remote_qkey: t.remote_qkey,
-                ah_pd: ah.pd,
             });
         }
         w.signaled |= q.sq_sig_all;
@@ -229,7 +255,7 @@ impl Engine {
         if q.state != ffi::IBV_QPS_RTS {
             return false;
         }
-        let Some(w) = q.sq.pop_front() else {
+        let Some(mut w) = q.sq.pop_front() else {
             return false;
         };
         let me = Sender {
@@ -239,12 +265,15 @@ impl Engine {
         };
         let (rc, send_cq) = (q.qp_type == ffi::IBV_QPT_RC, q.send_cq);
         let outcome = if rc {
-            self.exec_rc(&me, &w)
+            match self.exec_rc(&me, &w) {
+                Some(o) if o.vendor_err == vendor_err::NO_RESPONDER => unanswered(&me, &mut w, o),
+                other => other,
+            }
         } else {
             self.exec_ud(&me, &w)
         };
         let Some(o) = outcome else {
-            // RNR: wait at the head of the queue.
+            // RNR or retransmitting: wait at the head of the queue.
             if let Some(q) = self.qps.get_mut(&s) {
                 q.sq.push_front(w);
             }
@@ -468,9 +497,6 @@ impl Engine {
         let Some(ud) = w.ud else {
             return fail(ffi::IBV_WC_LOC_QP_OP_ERR, 0);
         };
-        if ud.ah_pd != me.pd {
-            return fail(ffi::IBV_WC_LOC_QP_OP_ERR, vendor_err::AH_PD_MISMATCH);
-        }
         let len = w.payload.byte_len();
         if len > u64::from(mtu_bytes(PORT_MTU).unwrap_or(0)) {
             return fail(ffi::IBV_WC_LOC_LEN_ERR, vendor_err::MSG_TOO_LONG);

@@ -5,7 +5,9 @@
 //! of the call and never held while blocking (`ibv_get_cq_event` polls the
 //! channel fd unlocked; `ibv_destroy_cq` waits on a condition variable that
 //! releases the mutex). Data is copied between registered buffers under the
-//! mutex; nothing else is done under it.
+//! mutex; nothing else is done under it. The retry timer thread
+//! ([`retry`]) takes the mutex only to run [`Engine::progress`], never while
+//! it sleeps.
 //!
 //! Objects are keyed by the address of the C struct handed to the caller, so
 //! a pointer coming back through the C ABI is checked by table lookup before
@@ -22,6 +24,7 @@ pub mod memory;
 pub mod pd_mr;
 pub mod qp;
 pub mod qp_modify;
+pub mod retry;
 pub mod route;
 pub mod srq;
 pub mod wqe;

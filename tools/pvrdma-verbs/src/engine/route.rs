@@ -6,7 +6,8 @@
 //! [`RemoteFabric`], which is the seam where a later change can join two
 //! QEMU processes (through the mux). Until then [`Isolated`] answers
 //! "unreachable": an RC requester then completes with
-//! `IBV_WC_RETRY_EXC_ERR`, a UD datagram is dropped.
+//! `IBV_WC_RETRY_EXC_ERR` once its retry timeout has passed, a UD datagram
+//! is dropped.
 
 use super::gid::GidTable;
 use pvrdma_fabric::Gid;

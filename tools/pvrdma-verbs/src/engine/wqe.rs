@@ -52,8 +52,6 @@ pub struct UdDest {
     pub remote_qpn: u32,
     /// Q_Key (high bit set: use the sender QP's Q_Key).
     pub remote_qkey: u32,
-    /// The AH's PD (must be the sending QP's).
-    pub ah_pd: super::Key,
 }
 
 /// A posted send work request.
@@ -77,6 +75,10 @@ pub struct SendWqe {
     pub rkey: u32,
     /// UD destination.
     pub ud: Option<UdDest>,
+    /// RC: nobody answered this request; it fails with
+    /// `IBV_WC_RETRY_EXC_ERR` once this instant has passed (see
+    /// [`super::retry`]).
+    pub retry_deadline: Option<std::time::Instant>,
 }
 
 impl SendWqe {
@@ -114,8 +116,6 @@ pub mod vendor_err {
     pub const MSG_TOO_LONG: u32 = 0x14;
     /// The receive buffers are too small for the message.
     pub const RECV_TOO_SMALL: u32 = 0x15;
-    /// The AH belongs to another PD than the QP.
-    pub const AH_PD_MISMATCH: u32 = 0x16;
     /// No responder answered (unknown GID/QP, wrong state, not connected).
     pub const NO_RESPONDER: u32 = 0x20;
     /// The responder rejected the request (its receive WQE failed).

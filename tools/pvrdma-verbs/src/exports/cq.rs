@@ -1,10 +1,49 @@
 //! Completion channels and completion queues.
 
 use crate::engine::{self, cq::DestroyCq};
+use crate::exports::status::status_name;
 use crate::ffi;
 use crate::guard::{errno_result, guard, ptr_result, set_errno};
 use crate::log::vlog;
 use std::ffi::c_void;
+use std::fmt;
+
+/// Polled completions as the debug log shows them: one `{...}` per entry.
+struct WcList<'a>(&'a [ffi::ibv_wc]);
+
+impl fmt::Display for WcList<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for wc in self.0 {
+            write!(
+                f,
+                " {{wr_id={:#x} status={}({}) opcode={} byte_len={} qp_num={:#x} src_qp={:#x} \
+                 wc_flags={:#x} vendor_err={:#x}}}",
+                wc.wr_id,
+                status_name(wc.status),
+                wc.status,
+                opcode_name(wc.opcode),
+                wc.byte_len,
+                wc.qp_num,
+                wc.src_qp,
+                wc.wc_flags,
+                wc.vendor_err
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// The `IBV_WC_*` opcode names this device produces.
+fn opcode_name(opcode: u32) -> &'static str {
+    match opcode {
+        ffi::IBV_WC_SEND => "SEND",
+        ffi::IBV_WC_RDMA_WRITE => "RDMA_WRITE",
+        ffi::IBV_WC_RDMA_READ => "RDMA_READ",
+        ffi::IBV_WC_RECV => "RECV",
+        ffi::IBV_WC_RECV_RDMA_WITH_IMM => "RECV_RDMA_WITH_IMM",
+        _ => "?",
+    }
+}
 
 /// `ibv_create_comp_channel`: its `fd` is an eventfd, readable while
 /// events are queued.
@@ -174,7 +213,11 @@ pub unsafe extern "C" fn ops_poll_cq(
         // Returning fewer than asked is allowed; bounds the copy buffer.
         let mut buf = vec![ffi::ibv_wc::default(); (num_entries as usize).min(4096)];
         let r = engine::lock().poll_cq(cq as usize, &mut buf);
-        vlog!("poll_cq", "{cq:p} max={num_entries} -> {r:?}");
+        vlog!(
+            "poll_cq",
+            "{cq:p} max={num_entries} -> {r:?}{}",
+            WcList(&buf[..*r.as_ref().unwrap_or(&0)])
+        );
         match r {
             Ok(n) => {
                 // SAFETY: `wc` has room for num_entries >= n entries; `buf` is ours.

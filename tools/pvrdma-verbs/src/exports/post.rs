@@ -57,6 +57,7 @@ unsafe fn send_wqe(w: &ffi::ibv_send_wr) -> Result<(SendWqe, usize, UdTarget), i
         remote_addr: rdma.remote_addr,
         rkey: rdma.rkey,
         ud: None,
+        retry_deadline: None,
     };
     let target = UdTarget {
         ah: ud.ah as usize,

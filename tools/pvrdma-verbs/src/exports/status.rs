@@ -34,6 +34,24 @@ fn status_str(status: u32) -> &'static CStr {
     }
 }
 
+/// The `IBV_WC_*` name of a completion status, for the debug log.
+pub(crate) fn status_name(status: u32) -> &'static str {
+    match status {
+        ffi::IBV_WC_SUCCESS => "SUCCESS",
+        ffi::IBV_WC_LOC_LEN_ERR => "LOC_LEN_ERR",
+        ffi::IBV_WC_LOC_QP_OP_ERR => "LOC_QP_OP_ERR",
+        ffi::IBV_WC_LOC_PROT_ERR => "LOC_PROT_ERR",
+        ffi::IBV_WC_WR_FLUSH_ERR => "WR_FLUSH_ERR",
+        ffi::IBV_WC_REM_INV_REQ_ERR => "REM_INV_REQ_ERR",
+        ffi::IBV_WC_REM_ACCESS_ERR => "REM_ACCESS_ERR",
+        ffi::IBV_WC_REM_OP_ERR => "REM_OP_ERR",
+        ffi::IBV_WC_RETRY_EXC_ERR => "RETRY_EXC_ERR",
+        ffi::IBV_WC_RNR_RETRY_EXC_ERR => "RNR_RETRY_EXC_ERR",
+        ffi::IBV_WC_GENERAL_ERR => "GENERAL_ERR",
+        _ => "OTHER",
+    }
+}
+
 /// `ibv_wc_status_str`: a static description of a completion status.
 #[no_mangle]
 pub extern "C" fn ibv_wc_status_str(status: ffi::ibv_wc_status) -> *const c_char {

@@ -182,8 +182,15 @@ pub fn to_rtr(qp: *mut ibv_qp, qp_type: u32, sgid_index: u8, dgid: [u8; 16], dqp
     assert_eq!(modify(qp, &mut a, mask), 0, "RTR errno");
 }
 
-/// QEMU's `rdma_backend_qp_state_rts`.
+/// QEMU's `rdma_backend_qp_state_rts` with ibv_rc_pingpong's ACK timeout
+/// (14: 67 ms) and retry count (7).
 pub fn to_rts(qp: *mut ibv_qp, qp_type: u32) {
+    to_rts_with_retries(qp, qp_type, 14, 7);
+}
+
+/// QEMU's `rdma_backend_qp_state_rts` with the given RC ACK `timeout`
+/// exponent and `retry_cnt`.
+pub fn to_rts_with_retries(qp: *mut ibv_qp, qp_type: u32, timeout: u8, retry_cnt: u8) {
     let mut a = ibv_qp_attr {
         qp_state: IBV_QPS_RTS,
         sq_psn: 0x4321,
@@ -191,8 +198,8 @@ pub fn to_rts(qp: *mut ibv_qp, qp_type: u32) {
     };
     let mut mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
     if qp_type == IBV_QPT_RC {
-        a.timeout = 14;
-        a.retry_cnt = 7;
+        a.timeout = timeout;
+        a.retry_cnt = retry_cnt;
         a.rnr_retry = 7;
         a.max_rd_atomic = 1;
         mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
@@ -252,6 +259,18 @@ pub fn poll(cq: *mut ibv_cq) -> Vec<ibv_wc> {
         if n < 2 {
             return out;
         }
+    }
+}
+
+/// Polls `cq` until it returns something or `limit` has passed.
+pub fn poll_wait(cq: *mut ibv_cq, limit: std::time::Duration) -> Vec<ibv_wc> {
+    let start = std::time::Instant::now();
+    loop {
+        let wcs = poll(cq);
+        if !wcs.is_empty() || start.elapsed() > limit {
+            return wcs;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
     }
 }
 
