@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The device's rings: async events and CQ notifications, produced by the device.
+//!
+//! Page 0 of a ring's page directory holds the ring state (a tx and an rx pair of indexes; the
+//! device produces into rx), the entries start at page 1. An index runs over [0, 2N) for N
+//! slots; the extra bit tells a full ring from an empty one. The arithmetic is the device's, as
+//! in Linux's `pvrdma_ring.h`, bit for bit, so that driver and device agree even for the slot
+//! counts that are not powers of two.
+
+use crate::{abi::RingIndexes, pdir::PageDir};
+use core::mem::{offset_of, size_of};
+use kernel::{device, page::PAGE_SIZE, prelude::*, types::FromBytes};
+
+/// Whether `idx` is a valid index of a ring of `slots` slots (C's `pvrdma_idx_valid`).
+pub(crate) fn idx_valid(idx: u32, slots: u32) -> bool {
+    idx & !((slots << 1).wrapping_sub(1)) == 0
+}
+
+/// The slot an index names (C's `pvrdma_idx`); always `< slots`.
+pub(crate) fn idx_slot(idx: u32, slots: u32) -> u32 {
+    idx & (slots - 1)
+}
+
+/// The index after `idx` (C's `pvrdma_idx_ring_inc`).
+pub(crate) fn idx_next(idx: u32, slots: u32) -> u32 {
+    idx.wrapping_add(1) & (slots << 1).wrapping_sub(1)
+}
+
+/// A ring the device produces into and the driver consumes from.
+///
+/// # Invariants
+///
+/// `slots` entries of `size_of::<E>()` bytes fit in the pages after the state page, and
+/// `slots >= 1`; entry sizes divide the page size, so no entry straddles two pages.
+pub(crate) struct DeviceRing<E> {
+    pdir: PageDir,
+    slots: u32,
+    _entry: core::marker::PhantomData<E>,
+}
+
+/// Byte offset of the rx ring's producer index in the state page.
+const RX_PROD: usize = size_of::<RingIndexes>() + offset_of!(RingIndexes, prod_tail);
+/// Byte offset of the rx ring's consumer index in the state page.
+const RX_CONS: usize = size_of::<RingIndexes>() + offset_of!(RingIndexes, cons_head);
+
+impl<E: FromBytes> DeviceRing<E> {
+    /// Allocates a ring of `npages` pages (state page included) for `dev`.
+    pub(crate) fn new(dev: &device::Device, npages: u32) -> Result<Self> {
+        const { assert!(size_of::<E>() != 0 && PAGE_SIZE % size_of::<E>() == 0) };
+        if npages < 2 {
+            return Err(EINVAL);
+        }
+        let pdir = PageDir::new(dev, npages as usize)?;
+        let slots = ((npages as usize - 1) * PAGE_SIZE / size_of::<E>()) as u32;
+        Ok(Self {
+            pdir,
+            slots,
+            _entry: core::marker::PhantomData,
+        })
+    }
+
+    /// The page directory, for the DSR.
+    pub(crate) fn pdir(&self) -> &PageDir {
+        &self.pdir
+    }
+
+    /// Takes the next entry the device produced, if any.
+    ///
+    /// Returns `Err(EIO)` if the device's indexes are invalid; the ring is then left alone.
+    pub(crate) fn pop(&self) -> Result<Option<E>> {
+        let state = self.pdir.page(0)?;
+        let tail = state.read_at::<u32>(RX_PROD)?;
+        let head = state.read_at::<u32>(RX_CONS)?;
+        if !idx_valid(tail, self.slots) || !idx_valid(head, self.slots) {
+            return Err(EIO);
+        }
+        if tail == head {
+            return Ok(None);
+        }
+        // Read the entry only after seeing the producer index that covers it.
+        kernel::io::rmb();
+        let offset = PAGE_SIZE + idx_slot(head, self.slots) as usize * size_of::<E>();
+        let page = self.pdir.page(offset / PAGE_SIZE)?;
+        let entry = page.read_at::<E>(offset % PAGE_SIZE)?;
+        // The entry is copied out before the slot is handed back to the device.
+        kernel::io::mb();
+        state.write_at::<u32>(RX_CONS, &idx_next(head, self.slots))?;
+        Ok(Some(entry))
+    }
+}
