@@ -129,6 +129,42 @@ pub unsafe extern "C" fn ops_post_send(
     })
 }
 
+/// Posts a receive WR list to `target` (a QP or an SRQ) with `post_one`.
+///
+/// # Safety
+/// `wr` is a valid WR list; `bad_wr` is writable.
+unsafe fn post_recv_list(
+    name: &'static str,
+    target: usize,
+    wr: *mut ffi::ibv_recv_wr,
+    bad_wr: *mut *mut ffi::ibv_recv_wr,
+    post_one: fn(&mut Engine, usize, RecvWqe) -> Result<(), i32>,
+) -> i32 {
+    guard(libc::EIO, || {
+        let post = |e: &mut Engine, w: &ffi::ibv_recv_wr| {
+            // SAFETY: the WR comes from the caller's valid list.
+            let sges = unsafe { read_sges(w.sg_list, w.num_sge) }?;
+            let r = post_one(
+                e,
+                target,
+                RecvWqe {
+                    wr_id: w.wr_id,
+                    sges,
+                },
+            );
+            vlog!(
+                name,
+                "{target:#x} wr_id={:#x} num_sge={} -> {r:?}",
+                w.wr_id,
+                w.num_sge
+            );
+            r
+        };
+        // SAFETY: forwarded from the caller.
+        unsafe { walk(wr, bad_wr, |w| w.next, post) }
+    })
+}
+
 /// `context->ops.post_recv`.
 ///
 /// # Safety
@@ -138,28 +174,8 @@ pub unsafe extern "C" fn ops_post_recv(
     wr: *mut ffi::ibv_recv_wr,
     bad_wr: *mut *mut ffi::ibv_recv_wr,
 ) -> i32 {
-    guard(libc::EIO, || {
-        let post = |e: &mut Engine, w: &ffi::ibv_recv_wr| {
-            // SAFETY: the WR comes from the caller's valid list.
-            let sges = unsafe { read_sges(w.sg_list, w.num_sge) }?;
-            let r = e.post_recv_one(
-                qp as usize,
-                RecvWqe {
-                    wr_id: w.wr_id,
-                    sges,
-                },
-            );
-            vlog!(
-                "post_recv",
-                "{qp:p} wr_id={:#x} num_sge={} -> {r:?}",
-                w.wr_id,
-                w.num_sge
-            );
-            r
-        };
-        // SAFETY: forwarded from the caller.
-        unsafe { walk(wr, bad_wr, |w| w.next, post) }
-    })
+    // SAFETY: forwarded from the caller.
+    unsafe { post_recv_list("post_recv", qp as usize, wr, bad_wr, Engine::post_recv_one) }
 }
 
 /// `context->ops.post_srq_recv`.
@@ -171,26 +187,14 @@ pub unsafe extern "C" fn ops_post_srq_recv(
     wr: *mut ffi::ibv_recv_wr,
     bad_wr: *mut *mut ffi::ibv_recv_wr,
 ) -> i32 {
-    guard(libc::EIO, || {
-        let post = |e: &mut Engine, w: &ffi::ibv_recv_wr| {
-            // SAFETY: the WR comes from the caller's valid list.
-            let sges = unsafe { read_sges(w.sg_list, w.num_sge) }?;
-            let r = e.post_srq_recv_one(
-                srq as usize,
-                RecvWqe {
-                    wr_id: w.wr_id,
-                    sges,
-                },
-            );
-            vlog!(
-                "post_srq_recv",
-                "{srq:p} wr_id={:#x} num_sge={} -> {r:?}",
-                w.wr_id,
-                w.num_sge
-            );
-            r
-        };
-        // SAFETY: forwarded from the caller.
-        unsafe { walk(wr, bad_wr, |w| w.next, post) }
-    })
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        post_recv_list(
+            "post_srq_recv",
+            srq as usize,
+            wr,
+            bad_wr,
+            Engine::post_srq_recv_one,
+        )
+    }
 }
