@@ -19,18 +19,40 @@
 //! [`DeviceHandle`]: it works while the device is registered and does nothing afterwards.
 
 mod attr;
+mod cq;
 mod device;
+mod mr;
 mod objects;
 mod ops;
+mod qp;
+mod srq;
 mod sysfs;
+mod table;
 mod udata;
+mod umem;
+mod wr;
 
 pub use attr::{device_cap, port_cap, DeviceAttr, FwVersion, GidAttr, PortAttr, PortImmutable};
+pub use cq::{
+    wc_flags, wc_opcode, wc_status, CqInitAttr, NotifyFlags, WcSink, WorkCompletion, CQ_EVENT_ERR,
+};
 pub use device::{Device, DeviceHandle, Registration, UnregisteredDevice};
-pub use objects::{Pd, UserContext, Vma};
+pub use mr::{access, Mr, MrKeys};
+pub use objects::{Ah, Cq, Pd, Qp, Srq, UserContext, Vma};
 pub use ops::Operations;
+pub use qp::{
+    modify_qp_is_ok, qp_attr_mask, qp_event, qp_state, AhAttr, QpAttr, QpCap, QpInitAttr, QpQuery,
+    QpType,
+};
+pub use srq::{srq_attr_mask, srq_event, SrqAttr, SrqType};
 pub use sysfs::{AttributeArray, AttributeGroup, DeviceAttribute, ShowFn, SysfsBuf};
+pub use table::TableIndex;
 pub use udata::UData;
+pub use umem::Umem;
+pub use wr::{
+    send_flags, wr_opcode, AtomicFields, PostError, RdmaFields, RecvWr, RecvWrs, RegFields, SendWr,
+    SendWrs, Sge, UdFields,
+};
 
 use crate::bindings;
 

@@ -3,7 +3,9 @@
 //! RDMA devices: allocation, registration, and handles for code outside callbacks.
 
 use super::{
+    objects::{Cq, Qp, Srq},
     ops::{build_ops, Operations},
+    table::ObjectTable,
     PortEvent,
 };
 use crate::{
@@ -18,11 +20,33 @@ use crate::{
 use core::{marker::PhantomData, mem::size_of, ptr::NonNull};
 
 /// The allocation `_ib_alloc_device()` makes for a driver: the C device first (the RDMA core
-/// requires it at offset 0), then the driver's data.
+/// requires it at offset 0), then the object tables, then the driver's data.
 #[repr(C)]
 pub(super) struct DeviceStorage<T> {
     ib: Opaque<bindings::ib_device>,
+    tables: Tables,
     data: T,
+}
+
+/// The tables from device handles to live objects (see [`ObjectTable`]).
+#[pin_data]
+pub(super) struct Tables {
+    #[pin]
+    pub(super) qp: ObjectTable<bindings::ib_qp>,
+    #[pin]
+    pub(super) cq: ObjectTable<bindings::ib_cq>,
+    #[pin]
+    pub(super) srq: ObjectTable<bindings::ib_srq>,
+}
+
+impl Tables {
+    fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            qp <- ObjectTable::new(),
+            cq <- ObjectTable::new(),
+            srq <- ObjectTable::new(),
+        })
+    }
 }
 
 /// An RDMA device of driver `T`, as seen from the driver's callbacks.
@@ -58,6 +82,43 @@ impl<T: Operations> Device<T> {
     /// The raw `struct ib_device` pointer.
     pub fn as_raw(&self) -> *mut bindings::ib_device {
         self.0.get()
+    }
+
+    /// The device's object tables.
+    pub(super) fn tables(&self) -> &Tables {
+        // SAFETY: By the type invariant the device heads a `DeviceStorage<T>`, whose tables are
+        // initialised before the data.
+        unsafe { &(*self.as_raw().cast::<DeviceStorage<T>>()).tables }
+    }
+
+    /// Runs `f` on the live QP the device knows as `handle`, if there is one.
+    ///
+    /// `f` runs with interrupts off and a lock held that keeps the QP from being destroyed: it
+    /// must not sleep. Returns `None` if no QP has that handle.
+    pub fn with_qp<R>(&self, handle: u32, f: impl FnOnce(&Qp<T>) -> R) -> Option<R> {
+        self.tables().qp.with(handle, |qp| {
+            // SAFETY: By the table's invariant the QP is live with initialised data while the
+            // table is locked, which it is while `f` runs.
+            f(unsafe { Qp::from_raw(qp) })
+        })
+    }
+
+    /// Runs `f` on the live CQ the device knows as `handle`, if there is one (see
+    /// [`Device::with_qp`]).
+    pub fn with_cq<R>(&self, handle: u32, f: impl FnOnce(&Cq<T>) -> R) -> Option<R> {
+        self.tables().cq.with(handle, |cq| {
+            // SAFETY: As in `with_qp`.
+            f(unsafe { Cq::from_raw(cq) })
+        })
+    }
+
+    /// Runs `f` on the live SRQ the device knows as `handle`, if there is one (see
+    /// [`Device::with_qp`]).
+    pub fn with_srq<R>(&self, handle: u32, f: impl FnOnce(&Srq<T>) -> R) -> Option<R> {
+        self.tables().srq.with(handle, |srq| {
+            // SAFETY: As in `with_qp`.
+            f(unsafe { Srq::from_raw(srq) })
+        })
     }
 
     /// The device's name, e.g. `vmw_pvrdma0` (empty before registration).
@@ -119,14 +180,25 @@ impl<T: Operations> UnregisteredDevice<T> {
             unsafe { bindings::ib_dealloc_device(raw) };
             return Err(EINVAL);
         }
-        // SAFETY: `data` lies inside the allocation, is suitably aligned (checked above) and
-        // pinned (the allocation never moves). On failure the data is not initialised and is not
-        // dropped; the device is freed.
-        let data = unsafe { core::ptr::addr_of_mut!((*ptr.as_ptr()).data) };
+        // SAFETY: `tables` and `data` lie inside the allocation, are suitably aligned (checked
+        // above) and pinned (the allocation never moves). On failure the data is not initialised
+        // and is not dropped, the tables are dropped, and the device is freed.
+        let (tables, data) = unsafe {
+            (
+                core::ptr::addr_of_mut!((*ptr.as_ptr()).tables),
+                core::ptr::addr_of_mut!((*ptr.as_ptr()).data),
+            )
+        };
+        // SAFETY: See above. Initialising the tables cannot fail.
+        let Ok(()) = unsafe { Tables::new().__pinned_init(tables) };
         // SAFETY: See above.
         if let Err(e) = unsafe { init.__pinned_init(data) } {
-            // SAFETY: Allocated just above; nothing else knows it.
-            unsafe { bindings::ib_dealloc_device(raw) };
+            // SAFETY: The tables were initialised above; the device was allocated just above and
+            // nothing else knows it.
+            unsafe {
+                core::ptr::drop_in_place(tables);
+                bindings::ib_dealloc_device(raw);
+            }
             return Err(e);
         }
         let ops = build_ops::<T>(module);
@@ -156,6 +228,16 @@ impl<T: Operations> UnregisteredDevice<T> {
     pub fn set_node_guid(&mut self, guid_be: u64) {
         // SAFETY: The device is valid and not registered, so nobody else reads the field yet.
         unsafe { (*self.raw()).node_guid = guid_be };
+    }
+
+    /// Sizes the tables through which the device's handles of QPs, CQs and SRQs reach the live
+    /// objects (see [`Device::with_qp`]): a device handle `h` uses slot `h % size`, so the sizes
+    /// are usually the device's maximum object counts.
+    pub fn set_object_table_sizes(&mut self, qps: u32, cqs: u32, srqs: u32) -> Result {
+        let tables = self.device().tables();
+        tables.qp.resize(qps, GFP_KERNEL)?;
+        tables.cq.resize(cqs, GFP_KERNEL)?;
+        tables.srq.resize(srqs, GFP_KERNEL)
     }
 
     /// Sets the number of physical ports (ports are numbered from 1).
@@ -204,7 +286,7 @@ impl<T: Operations> UnregisteredDevice<T> {
         core::mem::forget(self);
         let reg = Registration { ptr, handle };
         if let Some(h) = &reg.handle {
-            h.attach(reg.raw());
+            h.attach(reg.raw(), core::any::TypeId::of::<T>());
         }
         Ok(reg)
     }
@@ -216,6 +298,7 @@ impl<T: Operations> Drop for UnregisteredDevice<T> {
         // registered, so no callback can run: the data is dropped once, then the device freed.
         unsafe {
             core::ptr::drop_in_place(core::ptr::addr_of_mut!((*self.ptr.as_ptr()).data));
+            core::ptr::drop_in_place(core::ptr::addr_of_mut!((*self.ptr.as_ptr()).tables));
             bindings::ib_dealloc_device(self.raw());
         }
     }
@@ -263,6 +346,7 @@ impl<T: Operations> Drop for Registration<T> {
         unsafe {
             bindings::ib_unregister_device(self.raw());
             core::ptr::drop_in_place(core::ptr::addr_of_mut!((*self.ptr.as_ptr()).data));
+            core::ptr::drop_in_place(core::ptr::addr_of_mut!((*self.ptr.as_ptr()).tables));
             bindings::ib_dealloc_device(self.raw());
         }
     }
@@ -298,8 +382,9 @@ pub struct DeviceHandle {
     dev: Mutex<Option<DevPtr>>,
 }
 
-/// A device pointer that may be sent between threads (the `struct ib_device` is thread safe).
-struct DevPtr(NonNull<bindings::ib_device>);
+/// A device pointer that may be sent between threads (the `struct ib_device` is thread safe),
+/// with the type of the driver data of the device it points to.
+struct DevPtr(NonNull<bindings::ib_device>, core::any::TypeId);
 
 // SAFETY: `struct ib_device` may be used from any thread.
 unsafe impl Send for DevPtr {}
@@ -315,8 +400,24 @@ impl DeviceHandle {
         )
     }
 
-    fn attach(&self, dev: *mut bindings::ib_device) {
-        *self.dev.lock() = NonNull::new(dev).map(DevPtr);
+    fn attach(&self, dev: *mut bindings::ib_device, driver: core::any::TypeId) {
+        *self.dev.lock() = NonNull::new(dev).map(|d| DevPtr(d, driver));
+    }
+
+    /// Runs `f` on the registered device, if it is registered and its driver data is `T`.
+    ///
+    /// The device stays registered while `f` runs (it holds the handle's mutex: process context
+    /// only, and `f` must not unregister the device).
+    pub fn with_device<T: Operations, R>(&self, f: impl FnOnce(&Device<T>) -> R) -> Option<R> {
+        let guard = self.dev.lock();
+        let dev = guard.as_ref()?;
+        if dev.1 != core::any::TypeId::of::<T>() {
+            return None;
+        }
+        // SAFETY: By the type invariant the device is registered while the lock is held, and it
+        // was allocated by `UnregisteredDevice::<T>::new` (the type ID recorded at attachment
+        // matches `T`), so its data is initialised.
+        Some(f(unsafe { Device::from_raw(dev.0.as_ptr()) }))
     }
 
     fn detach(&self) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Objects the RDMA core allocates for a provider: user contexts and protection domains.
+//! Objects the RDMA core allocates for a provider: user contexts, protection domains, CQs, QPs,
+//! SRQs and address handles.
 //!
 //! The core allocates `size_ib_*` bytes (zeroed), with the C object first, then calls the
 //! provider's `alloc_*` callback; on success the provider's data follows the C object. The
@@ -21,15 +22,8 @@ pub(super) struct UserContextStorage<T: Operations> {
     data: MaybeUninit<T::UserContext>,
 }
 
-/// The memory of a protection domain of driver `T`.
-#[repr(C)]
-pub(super) struct PdStorage<T: Operations> {
-    ib: Opaque<bindings::ib_pd>,
-    data: MaybeUninit<T::Pd>,
-}
-
 /// Checks at build time that the core's allocation (at least 8-byte aligned) suits `S`.
-const fn check_layout<S>() {
+pub(super) const fn check_layout<S>() {
     assert!(
         core::mem::align_of::<S>() <= 8,
         "driver object data needs more than 8-byte alignment"
@@ -59,30 +53,6 @@ impl<T: Operations> UserContextStorage<T> {
     pub(super) unsafe fn take(uctx: *mut bindings::ib_ucontext) -> T::UserContext {
         // SAFETY: Guaranteed by the caller: the data is initialised and read out once.
         unsafe { (*uctx.cast::<Self>()).data.assume_init_read() }
-    }
-}
-
-impl<T: Operations> PdStorage<T> {
-    /// Stores the data of a freshly allocated PD.
-    ///
-    /// # Safety
-    ///
-    /// `pd` must be a PD the core allocated with `size_ib_pd` bytes for a device of driver `T`,
-    /// whose data is not initialised.
-    pub(super) unsafe fn init(pd: *mut bindings::ib_pd, data: T::Pd) {
-        const { check_layout::<Self>() };
-        // SAFETY: As in `UserContextStorage::init`.
-        unsafe { (*pd.cast::<Self>()).data.write(data) };
-    }
-
-    /// Takes the data of a PD being deallocated.
-    ///
-    /// # Safety
-    ///
-    /// `pd` must have been initialised with [`Self::init`] and not taken since.
-    pub(super) unsafe fn take(pd: *mut bindings::ib_pd) -> T::Pd {
-        // SAFETY: Guaranteed by the caller.
-        unsafe { (*pd.cast::<Self>()).data.assume_init_read() }
     }
 }
 
@@ -151,27 +121,6 @@ impl<T: Operations> core::ops::Deref for UserContext<T> {
     }
 }
 
-/// A live protection domain of driver `T`; dereferences to its data.
-///
-/// # Invariants
-///
-/// Wraps the `struct ib_pd` head of a `PdStorage<T>` whose data is initialised.
-#[repr(transparent)]
-pub struct Pd<T: Operations>(Opaque<bindings::ib_pd>, PhantomData<T>);
-
-impl<T: Operations> core::ops::Deref for Pd<T> {
-    type Target = T::Pd;
-
-    fn deref(&self) -> &T::Pd {
-        // SAFETY: By the type invariant the data is initialised.
-        unsafe {
-            (*self.0.get().cast::<PdStorage<T>>())
-                .data
-                .assume_init_ref()
-        }
-    }
-}
-
 /// The user-space mapping being created by an `mmap` callback (C's `struct vm_area_struct`).
 ///
 /// # Invariants
@@ -224,3 +173,109 @@ impl Vma {
         Ok(())
     }
 }
+
+/// Defines, for one kind of object the RDMA core allocates (`size_ib_*` bytes, C object first),
+/// the storage type (`$storage`: the C object, then the driver's data `T::$data`) and the public
+/// wrapper (`$name`) through which callbacks see a live object.
+macro_rules! core_object {
+    ($(#[$doc:meta])* $name:ident, $storage:ident, $c:ident, $data:ident) => {
+        /// The memory of one object of driver `T`.
+        #[repr(C)]
+        pub(super) struct $storage<T: Operations> {
+            ib: Opaque<bindings::$c>,
+            data: MaybeUninit<T::$data>,
+        }
+
+        impl<T: Operations> $storage<T> {
+            /// Stores the data of a freshly allocated object.
+            ///
+            /// # Safety
+            ///
+            /// `ptr` must be an object the core allocated with the size the operations table
+            /// gives for this kind, for a device of driver `T`, whose data is not initialised.
+            pub(super) unsafe fn init(ptr: *mut bindings::$c, data: T::$data) {
+                const { check_layout::<Self>() };
+                // SAFETY: `ptr` covers the whole storage (guaranteed by the caller); the data is
+                // written once, here.
+                unsafe { (*ptr.cast::<Self>()).data.write(data) };
+            }
+
+            /// Takes the data of an object being destroyed.
+            ///
+            /// # Safety
+            ///
+            /// `ptr` must have been initialised with `init` and not taken since.
+            pub(super) unsafe fn take(ptr: *mut bindings::$c) -> T::$data {
+                // SAFETY: Guaranteed by the caller: the data is initialised and read out once.
+                unsafe { (*ptr.cast::<Self>()).data.assume_init_read() }
+            }
+        }
+
+        $(#[$doc])*
+        ///
+        /// # Invariants
+        ///
+        /// Wraps the C object at the head of a storage of driver `T` whose data is initialised.
+        #[repr(transparent)]
+        pub struct $name<T: Operations>(Opaque<bindings::$c>, PhantomData<T>);
+
+        impl<T: Operations> $name<T> {
+            /// # Safety
+            ///
+            /// `ptr` must be a live object of driver `T` whose creation succeeded (its data is
+            /// initialised), for `'a`.
+            pub(super) unsafe fn from_raw<'a>(ptr: *mut bindings::$c) -> &'a Self {
+                // SAFETY: Transparent wrapper; validity guaranteed by the caller.
+                unsafe { &*ptr.cast() }
+            }
+
+            /// The C object.
+            pub(super) fn as_raw(&self) -> *mut bindings::$c {
+                self.0.get()
+            }
+
+            /// The device the object belongs to.
+            pub fn device(&self) -> &Device<T> {
+                // SAFETY: A live object's device is a live device of driver `T`.
+                unsafe { Device::from_raw((*self.as_raw()).device) }
+            }
+        }
+
+        impl<T: Operations> core::ops::Deref for $name<T> {
+            type Target = T::$data;
+
+            fn deref(&self) -> &T::$data {
+                // SAFETY: By the type invariant the data is initialised; it is only taken out
+                // when the object is destroyed, after which no reference to it exists.
+                unsafe { (*self.as_raw().cast::<$storage<T>>()).data.assume_init_ref() }
+            }
+        }
+
+        // SAFETY: The data is `Send + Sync` (bounds of `Operations`); the C object is protected
+        // by the RDMA core.
+        unsafe impl<T: Operations> Sync for $name<T> {}
+        // SAFETY: As above.
+        unsafe impl<T: Operations> Send for $name<T> {}
+    };
+}
+
+core_object!(
+    /// A live protection domain of driver `T`; dereferences to its data.
+    Pd, PdStorage, ib_pd, Pd
+);
+core_object!(
+    /// A live completion queue of driver `T`; dereferences to its data.
+    Cq, CqStorage, ib_cq, Cq
+);
+core_object!(
+    /// A live queue pair of driver `T`; dereferences to its data.
+    Qp, QpStorage, ib_qp, Qp
+);
+core_object!(
+    /// A live shared receive queue of driver `T`; dereferences to its data.
+    Srq, SrqStorage, ib_srq, Srq
+);
+core_object!(
+    /// A live address handle of driver `T`; dereferences to its data.
+    Ah, AhStorage, ib_ah, Ah
+);

@@ -4,10 +4,19 @@
 
 use super::{
     attr::{DeviceAttr, FwVersion, GidAttr, PortAttr, PortImmutable},
+    cq::{CqInitAttr, NotifyFlags, WcSink},
     device::Device,
-    objects::{PdStorage, UserContext, UserContextStorage, Vma},
+    mr::{MrKeys, MrStorage},
+    objects::{
+        AhStorage, Cq, CqStorage, Pd, PdStorage, Qp, QpStorage, Srq, SrqStorage, UserContext,
+        UserContextStorage, Vma,
+    },
+    qp::{AhAttr, QpAttr, QpInitAttr, QpQuery},
+    srq::{SrqAttr, SrqType},
     sysfs::AttributeGroup,
+    table::TableIndex,
     udata::UData,
+    wr::{PostError, RecvWrs, SendWrs},
     DriverId, Gid, LinkLayer,
 };
 use crate::{
@@ -38,6 +47,21 @@ pub trait Operations: Send + Sync + Sized + 'static {
 
     /// Data of a protection domain.
     type Pd: Send + Sync;
+
+    /// Data of a completion queue.
+    type Cq: Send + Sync + TableIndex;
+
+    /// Data of a queue pair.
+    type Qp: Send + Sync + TableIndex;
+
+    /// Data of a shared receive queue.
+    type Srq: Send + Sync + TableIndex;
+
+    /// Data of an address handle.
+    type Ah: Send + Sync;
+
+    /// Data of a memory region.
+    type Mr: Send + Sync;
 
     /// Read-only sysfs attributes of the device (see [`rdma_device_attributes!`]).
     ///
@@ -119,6 +143,163 @@ pub trait Operations: Send + Sync + Sized + 'static {
     fn dealloc_pd(_dev: &Device<Self>, _pd: Self::Pd) {
         crate::build_error(VTABLE_DEFAULT_ERROR)
     }
+
+    /// Creates a CQ, for user context `ctx` (with its `udata`) or for the kernel (both `None`).
+    /// Returns its data and its actual number of entries.
+    fn create_cq(
+        _dev: &Device<Self>,
+        _attr: &CqInitAttr,
+        _ctx: Option<&UserContext<Self>>,
+        _udata: Option<&mut UData>,
+    ) -> Result<(Self::Cq, u32)> {
+        crate::build_error(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Destroys a CQ. The core ensures no QP uses it any more.
+    fn destroy_cq(_dev: &Device<Self>, _cq: Self::Cq) {
+        crate::build_error(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Moves completions of a kernel CQ into `wc`, as many as fit and are there.
+    fn poll_cq(_dev: &Device<Self>, _cq: &Cq<Self>, _wc: &mut WcSink<'_, Self>) -> Result {
+        crate::build_error(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Arms a kernel CQ for the next (solicited) completion. With `report_missed_events`,
+    /// returns whether completions are already waiting.
+    fn req_notify_cq(_dev: &Device<Self>, _cq: &Cq<Self>, _flags: NotifyFlags) -> Result<bool> {
+        crate::build_error(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Creates a QP on `pd` (see [`Operations::create_cq`] for `ctx` and `udata`). Writes the
+    /// queue sizes given into `attr`; returns the QP's data and its QP number.
+    fn create_qp(
+        _dev: &Device<Self>,
+        _pd: &Pd<Self>,
+        _attr: &mut QpInitAttr<Self>,
+        _ctx: Option<&UserContext<Self>>,
+        _udata: Option<&mut UData>,
+    ) -> Result<(Self::Qp, u32)> {
+        crate::build_error(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Modifies the attributes of `qp` that `mask` names (see [`qp_attr_mask`]).
+    ///
+    /// [`qp_attr_mask`]: super::qp_attr_mask
+    fn modify_qp(
+        _dev: &Device<Self>,
+        _qp: &Qp<Self>,
+        _attr: &QpAttr,
+        _mask: u32,
+        _udata: Option<&mut UData>,
+    ) -> Result {
+        crate::build_error(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Reports the attributes of `qp` (at least those `mask` names).
+    fn query_qp(_dev: &Device<Self>, _qp: &Qp<Self>, _mask: u32) -> Result<QpQuery> {
+        crate::build_error(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Destroys a QP.
+    fn destroy_qp(_dev: &Device<Self>, _qp: Self::Qp) {
+        crate::build_error(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Posts send work requests to a kernel QP.
+    fn post_send(
+        _dev: &Device<Self>,
+        _qp: &Qp<Self>,
+        _wrs: SendWrs<'_, Self>,
+    ) -> core::result::Result<(), PostError> {
+        crate::build_error(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Posts receive work requests to a kernel QP.
+    fn post_recv(
+        _dev: &Device<Self>,
+        _qp: &Qp<Self>,
+        _wrs: RecvWrs<'_>,
+    ) -> core::result::Result<(), PostError> {
+        crate::build_error(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Creates an SRQ on `pd` of kind `srq_type`; writes the sizes given into `attr`.
+    fn create_srq(
+        _dev: &Device<Self>,
+        _pd: &Pd<Self>,
+        _srq_type: SrqType,
+        _attr: &mut SrqAttr,
+        _ctx: Option<&UserContext<Self>>,
+        _udata: Option<&mut UData>,
+    ) -> Result<Self::Srq> {
+        crate::build_error(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Modifies the attributes of `srq` that `mask` names (see [`srq_attr_mask`]).
+    ///
+    /// [`srq_attr_mask`]: super::srq_attr_mask
+    fn modify_srq(
+        _dev: &Device<Self>,
+        _srq: &Srq<Self>,
+        _attr: &SrqAttr,
+        _mask: u32,
+        _udata: Option<&mut UData>,
+    ) -> Result {
+        crate::build_error(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Reports the attributes of `srq`.
+    fn query_srq(_dev: &Device<Self>, _srq: &Srq<Self>) -> Result<SrqAttr> {
+        crate::build_error(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Destroys an SRQ. The core ensures no QP uses it any more.
+    fn destroy_srq(_dev: &Device<Self>, _srq: Self::Srq) {
+        crate::build_error(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Creates an address handle on `pd` for the path `attr`. `sleepable` says whether the
+    /// callback may sleep (C's `RDMA_CREATE_AH_SLEEPABLE`).
+    fn create_ah(
+        _dev: &Device<Self>,
+        _pd: &Pd<Self>,
+        _attr: &AhAttr,
+        _sleepable: bool,
+        _udata: Option<&mut UData>,
+    ) -> Result<Self::Ah> {
+        crate::build_error(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Destroys an address handle.
+    fn destroy_ah(_dev: &Device<Self>, _ah: Self::Ah) {
+        crate::build_error(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Creates an MR covering all of memory (for kernel consumers) with `access` rights.
+    fn get_dma_mr(_dev: &Device<Self>, _pd: &Pd<Self>, _access: u32) -> Result<(Self::Mr, MrKeys)> {
+        crate::build_error(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Registers `length` bytes of user memory at `start`, which the region will know as
+    /// `virt_addr`, with `access` rights.
+    #[allow(clippy::too_many_arguments)]
+    fn reg_user_mr(
+        _dev: &Device<Self>,
+        _pd: &Pd<Self>,
+        _start: u64,
+        _length: u64,
+        _virt_addr: u64,
+        _access: u32,
+        _udata: Option<&mut UData>,
+    ) -> Result<(Self::Mr, MrKeys)> {
+        crate::build_error(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Deregisters a memory region.
+    fn dereg_mr(_dev: &Device<Self>, _mr: Self::Mr) {
+        crate::build_error(VTABLE_DEFAULT_ERROR)
+    }
 }
 
 /// The operations table of driver `T`, for `ib_set_device_ops()`, with `owner` set to `module`.
@@ -184,8 +365,69 @@ impl<T: Operations> Adapter<T> {
         if T::HAS_DEALLOC_PD {
             ops.dealloc_pd = Some(Self::dealloc_pd);
         }
+        if T::HAS_CREATE_CQ {
+            ops.create_cq = Some(Self::create_cq);
+        }
+        if T::HAS_DESTROY_CQ {
+            ops.destroy_cq = Some(Self::destroy_cq);
+        }
+        if T::HAS_POLL_CQ {
+            ops.poll_cq = Some(Self::poll_cq);
+        }
+        if T::HAS_REQ_NOTIFY_CQ {
+            ops.req_notify_cq = Some(Self::req_notify_cq);
+        }
+        if T::HAS_CREATE_QP {
+            ops.create_qp = Some(Self::create_qp);
+        }
+        if T::HAS_MODIFY_QP {
+            ops.modify_qp = Some(Self::modify_qp);
+        }
+        if T::HAS_QUERY_QP {
+            ops.query_qp = Some(Self::query_qp);
+        }
+        if T::HAS_DESTROY_QP {
+            ops.destroy_qp = Some(Self::destroy_qp);
+        }
+        if T::HAS_POST_SEND {
+            ops.post_send = Some(Self::post_send);
+        }
+        if T::HAS_POST_RECV {
+            ops.post_recv = Some(Self::post_recv);
+        }
+        if T::HAS_CREATE_SRQ {
+            ops.create_srq = Some(Self::create_srq);
+        }
+        if T::HAS_MODIFY_SRQ {
+            ops.modify_srq = Some(Self::modify_srq);
+        }
+        if T::HAS_QUERY_SRQ {
+            ops.query_srq = Some(Self::query_srq);
+        }
+        if T::HAS_DESTROY_SRQ {
+            ops.destroy_srq = Some(Self::destroy_srq);
+        }
+        if T::HAS_CREATE_AH {
+            ops.create_ah = Some(Self::create_ah);
+        }
+        if T::HAS_DESTROY_AH {
+            ops.destroy_ah = Some(Self::destroy_ah);
+        }
+        if T::HAS_GET_DMA_MR {
+            ops.get_dma_mr = Some(Self::get_dma_mr);
+        }
+        if T::HAS_REG_USER_MR {
+            ops.reg_user_mr = Some(Self::reg_user_mr);
+        }
+        if T::HAS_DEREG_MR {
+            ops.dereg_mr = Some(Self::dereg_mr);
+        }
         ops.size_ib_ucontext = size_of::<UserContextStorage<T>>();
         ops.size_ib_pd = size_of::<PdStorage<T>>();
+        ops.size_ib_cq = size_of::<CqStorage<T>>();
+        ops.size_ib_qp = size_of::<QpStorage<T>>();
+        ops.size_ib_srq = size_of::<SrqStorage<T>>();
+        ops.size_ib_ah = size_of::<AhStorage<T>>();
         ops
     };
 
@@ -457,6 +699,530 @@ impl<T: Operations> Adapter<T> {
         // SAFETY: The core only deallocates PDs whose `alloc_pd` succeeded, once.
         let (dev, data) = unsafe { (Self::dev((*pd).device), PdStorage::<T>::take(pd)) };
         T::dealloc_pd(dev, data);
+        0
+    }
+
+    /// The user context and udata of a uverbs call (both `None` for a kernel caller).
+    ///
+    /// # Safety
+    ///
+    /// `udata` must be NULL or the udata of a uverbs call in progress, for `'a`.
+    unsafe fn user<'a>(
+        udata: *mut bindings::ib_udata,
+    ) -> (Option<&'a UserContext<T>>, Option<&'a mut UData>) {
+        // SAFETY: Guaranteed by the caller; a uverbs call's context is live and belongs to the
+        // device the call is on (driver `T`).
+        unsafe {
+            let ctx = bindings::rdma_udata_to_ucontext(udata);
+            (
+                (!ctx.is_null()).then(|| UserContext::<T>::from_raw(ctx)),
+                (!udata.is_null()).then(|| UData::from_raw(udata)),
+            )
+        }
+    }
+
+    /// The C callback.
+    ///
+    /// # Safety
+    ///
+    /// Only the C side calls it, with the arguments it documents for this callback.
+    unsafe extern "C" fn create_cq(
+        ibcq: *mut bindings::ib_cq,
+        attr: *const bindings::ib_cq_init_attr,
+        attrs: *mut bindings::uverbs_attr_bundle,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: The core passes a CQ it allocated with `size_ib_cq` bytes for one of
+            // `T`'s devices, valid attributes, and a bundle that is NULL for kernel callers.
+            let (dev, attr, (ctx, udata)) = unsafe {
+                (
+                    Self::dev((*ibcq).device),
+                    CqInitAttr::from_raw(attr),
+                    Self::user(bindings::uverbs_attr_bundle_udata(attrs)),
+                )
+            };
+            let (data, cqe) = T::create_cq(dev, attr, ctx, udata)?;
+            let index = data.table_index();
+            // SAFETY: The allocation is a `CqStorage<T>`; its data becomes initialised. The
+            // number of entries is the core's to read from now on.
+            unsafe {
+                CqStorage::<T>::init(ibcq, data);
+                (*ibcq).cqe = cqe.min(i32::MAX as u32) as i32;
+            }
+            // SAFETY: The CQ is live with initialised data until `destroy_cq` removes it.
+            if let Err(e) = unsafe { dev.tables().cq.insert(index, ibcq) } {
+                // SAFETY: Initialised just above; not in the table.
+                T::destroy_cq(dev, unsafe { CqStorage::<T>::take(ibcq) });
+                return Err(e);
+            }
+            Ok(0)
+        })
+    }
+
+    /// The C callback.
+    ///
+    /// # Safety
+    ///
+    /// Only the C side calls it, with the arguments it documents for this callback.
+    unsafe extern "C" fn destroy_cq(
+        ibcq: *mut bindings::ib_cq,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        // SAFETY: The core only destroys CQs whose creation succeeded, once.
+        let dev = unsafe { Self::dev((*ibcq).device) };
+        // SAFETY: As above: the data is initialised until taken below.
+        let index = unsafe { Cq::<T>::from_raw(ibcq) }.table_index();
+        dev.tables().cq.remove(index, ibcq);
+        // SAFETY: No longer reachable through the table; taken once.
+        T::destroy_cq(dev, unsafe { CqStorage::<T>::take(ibcq) });
+        0
+    }
+
+    /// The C callback.
+    ///
+    /// # Safety
+    ///
+    /// Only the C side calls it, with the arguments it documents for this callback.
+    unsafe extern "C" fn poll_cq(
+        ibcq: *mut bindings::ib_cq,
+        num: c_int,
+        wc: *mut bindings::ib_wc,
+    ) -> c_int {
+        from_result(|| {
+            let cap = usize::try_from(num).map_err(|_| EINVAL)?;
+            // SAFETY: The core passes a live CQ of one of `T`'s devices and room for `num`
+            // completions.
+            let (dev, cq, mut sink) = unsafe {
+                let dev = Self::dev((*ibcq).device);
+                (dev, Cq::<T>::from_raw(ibcq), WcSink::new(dev, wc, cap))
+            };
+            T::poll_cq(dev, cq, &mut sink)?;
+            Ok(sink.len() as c_int)
+        })
+    }
+
+    /// The C callback.
+    ///
+    /// # Safety
+    ///
+    /// Only the C side calls it, with the arguments it documents for this callback.
+    unsafe extern "C" fn req_notify_cq(
+        ibcq: *mut bindings::ib_cq,
+        flags: bindings::ib_cq_notify_flags,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: The core passes a live CQ of one of `T`'s devices.
+            let (dev, cq) = unsafe { (Self::dev((*ibcq).device), Cq::<T>::from_raw(ibcq)) };
+            Ok(T::req_notify_cq(dev, cq, NotifyFlags::from_raw(flags))? as c_int)
+        })
+    }
+
+    /// The C callback.
+    ///
+    /// # Safety
+    ///
+    /// Only the C side calls it, with the arguments it documents for this callback.
+    unsafe extern "C" fn create_qp(
+        ibqp: *mut bindings::ib_qp,
+        attr: *mut bindings::ib_qp_init_attr,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: The core passes a QP it allocated with `size_ib_qp` bytes for one of `T`'s
+            // devices, with its PD set (a live PD of the device), valid attributes whose CQs and
+            // SRQ are the device's, and a udata that is NULL for kernel callers.
+            let (dev, pd, attr, (ctx, udata)) = unsafe {
+                (
+                    Self::dev((*ibqp).device),
+                    Pd::<T>::from_raw((*ibqp).pd),
+                    QpInitAttr::<T>::from_raw(attr),
+                    Self::user(udata),
+                )
+            };
+            let (data, qp_num) = T::create_qp(dev, pd, attr, ctx, udata)?;
+            let index = data.table_index();
+            // SAFETY: The allocation is a `QpStorage<T>`; its data becomes initialised, and the
+            // QP number is the core's to read from now on.
+            unsafe {
+                QpStorage::<T>::init(ibqp, data);
+                (*ibqp).qp_num = qp_num;
+            }
+            // SAFETY: The QP is live with initialised data until `destroy_qp` removes it.
+            if let Err(e) = unsafe { dev.tables().qp.insert(index, ibqp) } {
+                // SAFETY: Initialised just above; not in the table.
+                T::destroy_qp(dev, unsafe { QpStorage::<T>::take(ibqp) });
+                return Err(e);
+            }
+            Ok(0)
+        })
+    }
+
+    /// The C callback.
+    ///
+    /// # Safety
+    ///
+    /// Only the C side calls it, with the arguments it documents for this callback.
+    unsafe extern "C" fn modify_qp(
+        ibqp: *mut bindings::ib_qp,
+        attr: *mut bindings::ib_qp_attr,
+        mask: c_int,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: The core passes a live QP of one of `T`'s devices and valid attributes.
+            let (dev, qp, attr, (_, udata)) = unsafe {
+                (
+                    Self::dev((*ibqp).device),
+                    Qp::<T>::from_raw(ibqp),
+                    QpAttr::from_raw(&*attr),
+                    Self::user(udata),
+                )
+            };
+            T::modify_qp(dev, qp, &attr, mask as u32, udata)?;
+            Ok(0)
+        })
+    }
+
+    /// The C callback.
+    ///
+    /// # Safety
+    ///
+    /// Only the C side calls it, with the arguments it documents for this callback.
+    unsafe extern "C" fn query_qp(
+        ibqp: *mut bindings::ib_qp,
+        attr: *mut bindings::ib_qp_attr,
+        mask: c_int,
+        init_attr: *mut bindings::ib_qp_init_attr,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: The core passes a live QP of one of `T`'s devices.
+            let (dev, qp) = unsafe { (Self::dev((*ibqp).device), Qp::<T>::from_raw(ibqp)) };
+            let q = T::query_qp(dev, qp, mask as u32)?;
+            // SAFETY: The core passes both structs valid for writes.
+            unsafe {
+                q.attr.write_raw(&mut *attr);
+                let init = &mut *init_attr;
+                init.cap.max_send_wr = q.init_cap.max_send_wr;
+                init.cap.max_recv_wr = q.init_cap.max_recv_wr;
+                init.cap.max_send_sge = q.init_cap.max_send_sge;
+                init.cap.max_recv_sge = q.init_cap.max_recv_sge;
+                init.cap.max_inline_data = q.init_cap.max_inline_data;
+                init.sq_sig_type = if q.sq_sig_all {
+                    bindings::ib_sig_type_IB_SIGNAL_ALL_WR
+                } else {
+                    bindings::ib_sig_type_IB_SIGNAL_REQ_WR
+                };
+            }
+            Ok(0)
+        })
+    }
+
+    /// The C callback.
+    ///
+    /// # Safety
+    ///
+    /// Only the C side calls it, with the arguments it documents for this callback.
+    unsafe extern "C" fn destroy_qp(
+        ibqp: *mut bindings::ib_qp,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        // SAFETY: The core only destroys QPs whose creation succeeded, once.
+        let dev = unsafe { Self::dev((*ibqp).device) };
+        // SAFETY: As above: the data is initialised until taken below.
+        let index = unsafe { Qp::<T>::from_raw(ibqp) }.table_index();
+        dev.tables().qp.remove(index, ibqp);
+        // SAFETY: No longer reachable through the table; taken once.
+        T::destroy_qp(dev, unsafe { QpStorage::<T>::take(ibqp) });
+        0
+    }
+
+    /// The C callback.
+    ///
+    /// # Safety
+    ///
+    /// Only the C side calls it, with the arguments it documents for this callback.
+    unsafe extern "C" fn post_send(
+        ibqp: *mut bindings::ib_qp,
+        wr: *const bindings::ib_send_wr,
+        bad_wr: *mut *const bindings::ib_send_wr,
+    ) -> c_int {
+        // SAFETY: The core passes a live QP of one of `T`'s devices and a valid chain.
+        let (dev, qp) = unsafe { (Self::dev((*ibqp).device), Qp::<T>::from_raw(ibqp)) };
+        // SAFETY: As above.
+        let wrs = unsafe { SendWrs::new(wr, qp) };
+        match T::post_send(dev, qp, wrs) {
+            Ok(()) => 0,
+            Err(PostError { error, index }) => {
+                let mut bad = wr;
+                for _ in 0..index {
+                    if bad.is_null() {
+                        break;
+                    }
+                    // SAFETY: `bad` is an element of the valid chain.
+                    bad = unsafe { (*bad).next };
+                }
+                if !bad_wr.is_null() {
+                    // SAFETY: The core passes `bad_wr` valid for writes.
+                    unsafe { *bad_wr = bad };
+                }
+                error.to_errno()
+            }
+        }
+    }
+
+    /// The C callback.
+    ///
+    /// # Safety
+    ///
+    /// Only the C side calls it, with the arguments it documents for this callback.
+    unsafe extern "C" fn post_recv(
+        ibqp: *mut bindings::ib_qp,
+        wr: *const bindings::ib_recv_wr,
+        bad_wr: *mut *const bindings::ib_recv_wr,
+    ) -> c_int {
+        // SAFETY: The core passes a live QP of one of `T`'s devices and a valid chain.
+        let (dev, qp, wrs) = unsafe {
+            (
+                Self::dev((*ibqp).device),
+                Qp::<T>::from_raw(ibqp),
+                RecvWrs::new(wr),
+            )
+        };
+        match T::post_recv(dev, qp, wrs) {
+            Ok(()) => 0,
+            Err(PostError { error, index }) => {
+                let mut bad = wr;
+                for _ in 0..index {
+                    if bad.is_null() {
+                        break;
+                    }
+                    // SAFETY: `bad` is an element of the valid chain.
+                    bad = unsafe { (*bad).next };
+                }
+                if !bad_wr.is_null() {
+                    // SAFETY: The core passes `bad_wr` valid for writes.
+                    unsafe { *bad_wr = bad };
+                }
+                error.to_errno()
+            }
+        }
+    }
+
+    /// The C callback.
+    ///
+    /// # Safety
+    ///
+    /// Only the C side calls it, with the arguments it documents for this callback.
+    unsafe extern "C" fn create_srq(
+        ibsrq: *mut bindings::ib_srq,
+        init: *mut bindings::ib_srq_init_attr,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: The core passes an SRQ it allocated with `size_ib_srq` bytes for one of
+            // `T`'s devices, with its PD set, valid attributes and a udata that is NULL for
+            // kernel callers.
+            let (dev, pd, init, (ctx, udata)) = unsafe {
+                (
+                    Self::dev((*ibsrq).device),
+                    Pd::<T>::from_raw((*ibsrq).pd),
+                    &mut *init,
+                    Self::user(udata),
+                )
+            };
+            let mut attr = SrqAttr::from_raw(&init.attr);
+            let data = T::create_srq(
+                dev,
+                pd,
+                SrqType::from_raw(init.srq_type),
+                &mut attr,
+                ctx,
+                udata,
+            )?;
+            attr.write_raw(&mut init.attr);
+            let index = data.table_index();
+            // SAFETY: The allocation is an `SrqStorage<T>`; its data becomes initialised.
+            unsafe { SrqStorage::<T>::init(ibsrq, data) };
+            // SAFETY: The SRQ is live with initialised data until `destroy_srq` removes it.
+            if let Err(e) = unsafe { dev.tables().srq.insert(index, ibsrq) } {
+                // SAFETY: Initialised just above; not in the table.
+                T::destroy_srq(dev, unsafe { SrqStorage::<T>::take(ibsrq) });
+                return Err(e);
+            }
+            Ok(0)
+        })
+    }
+
+    /// The C callback.
+    ///
+    /// # Safety
+    ///
+    /// Only the C side calls it, with the arguments it documents for this callback.
+    unsafe extern "C" fn modify_srq(
+        ibsrq: *mut bindings::ib_srq,
+        attr: *mut bindings::ib_srq_attr,
+        mask: bindings::ib_srq_attr_mask,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: The core passes a live SRQ of one of `T`'s devices and valid attributes.
+            let (dev, srq, attr, (_, udata)) = unsafe {
+                (
+                    Self::dev((*ibsrq).device),
+                    Srq::<T>::from_raw(ibsrq),
+                    SrqAttr::from_raw(&*attr),
+                    Self::user(udata),
+                )
+            };
+            T::modify_srq(dev, srq, &attr, mask, udata)?;
+            Ok(0)
+        })
+    }
+
+    /// The C callback.
+    ///
+    /// # Safety
+    ///
+    /// Only the C side calls it, with the arguments it documents for this callback.
+    unsafe extern "C" fn query_srq(
+        ibsrq: *mut bindings::ib_srq,
+        attr: *mut bindings::ib_srq_attr,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: The core passes a live SRQ of one of `T`'s devices.
+            let (dev, srq) = unsafe { (Self::dev((*ibsrq).device), Srq::<T>::from_raw(ibsrq)) };
+            let a = T::query_srq(dev, srq)?;
+            // SAFETY: The core passes `attr` valid for writes.
+            a.write_raw(unsafe { &mut *attr });
+            Ok(0)
+        })
+    }
+
+    /// The C callback.
+    ///
+    /// # Safety
+    ///
+    /// Only the C side calls it, with the arguments it documents for this callback.
+    unsafe extern "C" fn destroy_srq(
+        ibsrq: *mut bindings::ib_srq,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        // SAFETY: The core only destroys SRQs whose creation succeeded, once.
+        let dev = unsafe { Self::dev((*ibsrq).device) };
+        // SAFETY: As above: the data is initialised until taken below.
+        let index = unsafe { Srq::<T>::from_raw(ibsrq) }.table_index();
+        dev.tables().srq.remove(index, ibsrq);
+        // SAFETY: No longer reachable through the table; taken once.
+        T::destroy_srq(dev, unsafe { SrqStorage::<T>::take(ibsrq) });
+        0
+    }
+
+    /// The C callback.
+    ///
+    /// # Safety
+    ///
+    /// Only the C side calls it, with the arguments it documents for this callback.
+    unsafe extern "C" fn create_ah(
+        ibah: *mut bindings::ib_ah,
+        init: *mut bindings::rdma_ah_init_attr,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: The core passes an AH it allocated with `size_ib_ah` bytes for one of
+            // `T`'s devices, with its PD set, and valid attributes.
+            let (dev, pd, attr, flags, (_, udata)) = unsafe {
+                (
+                    Self::dev((*ibah).device),
+                    Pd::<T>::from_raw((*ibah).pd),
+                    AhAttr::from_raw(&*(*init).ah_attr),
+                    (*init).flags,
+                    Self::user(udata),
+                )
+            };
+            let sleepable = flags & bindings::rdma_create_ah_flags_RDMA_CREATE_AH_SLEEPABLE != 0;
+            let data = T::create_ah(dev, pd, &attr, sleepable, udata)?;
+            // SAFETY: The allocation is an `AhStorage<T>`; its data becomes initialised.
+            unsafe { AhStorage::<T>::init(ibah, data) };
+            Ok(0)
+        })
+    }
+
+    /// The C callback.
+    ///
+    /// # Safety
+    ///
+    /// Only the C side calls it, with the arguments it documents for this callback.
+    unsafe extern "C" fn destroy_ah(ibah: *mut bindings::ib_ah, _flags: u32) -> c_int {
+        // SAFETY: The core only destroys AHs whose creation succeeded, once.
+        let (dev, data) = unsafe { (Self::dev((*ibah).device), AhStorage::<T>::take(ibah)) };
+        T::destroy_ah(dev, data);
+        0
+    }
+
+    /// The C callback.
+    ///
+    /// # Safety
+    ///
+    /// Only the C side calls it, with the arguments it documents for this callback.
+    unsafe extern "C" fn get_dma_mr(
+        ibpd: *mut bindings::ib_pd,
+        access: c_int,
+    ) -> *mut bindings::ib_mr {
+        // SAFETY: The core passes a live PD of one of `T`'s devices.
+        let (dev, pd) = unsafe { (Self::dev((*ibpd).device), Pd::<T>::from_raw(ibpd)) };
+        match T::get_dma_mr(dev, pd, access as u32)
+            .and_then(|(data, keys)| MrStorage::<T>::into_raw(data, keys))
+        {
+            Ok(mr) => mr,
+            Err(e) => e.to_ptr(),
+        }
+    }
+
+    /// The C callback.
+    ///
+    /// # Safety
+    ///
+    /// Only the C side calls it, with the arguments it documents for this callback.
+    unsafe extern "C" fn reg_user_mr(
+        ibpd: *mut bindings::ib_pd,
+        start: u64,
+        length: u64,
+        virt_addr: u64,
+        access: c_int,
+        udata: *mut bindings::ib_udata,
+    ) -> *mut bindings::ib_mr {
+        // SAFETY: The core passes a live PD of one of `T`'s devices and the udata of the uverbs
+        // call.
+        let (dev, pd, (_, udata)) = unsafe {
+            (
+                Self::dev((*ibpd).device),
+                Pd::<T>::from_raw(ibpd),
+                Self::user(udata),
+            )
+        };
+        match T::reg_user_mr(dev, pd, start, length, virt_addr, access as u32, udata)
+            .and_then(|(data, keys)| MrStorage::<T>::into_raw(data, keys))
+        {
+            Ok(mr) => mr,
+            Err(e) => e.to_ptr(),
+        }
+    }
+
+    /// The C callback.
+    ///
+    /// # Safety
+    ///
+    /// Only the C side calls it, with the arguments it documents for this callback.
+    unsafe extern "C" fn dereg_mr(
+        ibmr: *mut bindings::ib_mr,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        // SAFETY: The core only deregisters MRs this driver created, once; `device` is set by
+        // the core after creation.
+        let dev = unsafe { Self::dev((*ibmr).device) };
+        // SAFETY: As above.
+        let data = unsafe { MrStorage::<T>::from_raw(ibmr) };
+        T::dereg_mr(dev, data);
         0
     }
 }

@@ -182,6 +182,18 @@ impl Hw {
         (self.uar.start() >> kernel::page::PAGE_SHIFT) + index as u64
     }
 
+    /// Rings the kernel's CQ doorbell: `value` is a CQ handle with `UAR_CQ_*` bits.
+    pub(crate) fn ring_cq_doorbell(&self, value: u32) {
+        self.uar
+            .write32::<{ crate::abi_verbs::UAR_CQ_OFFSET }>(value);
+    }
+
+    /// Rings the kernel's QP doorbell: `value` is a QP handle with `UAR_QP_*` bits.
+    pub(crate) fn ring_qp_doorbell(&self, value: u32) {
+        self.uar
+            .write32::<{ crate::abi_verbs::UAR_QP_OFFSET }>(value);
+    }
+
     /// Writes `value` to `CTL` and returns whether the device accepted it.
     pub(crate) fn control(&self, value: u32) -> Result {
         self.regs.write32::<REG_CTL>(value);

@@ -2,17 +2,15 @@
 
 //! The RDMA device: what the RDMA core and user space (rdma-core's `vmw_pvrdma` provider) see.
 
-use crate::{abi::*, hw::Hw, uar::UarTable};
-use core::{
-    fmt::Write,
-    sync::atomic::{AtomicU32, Ordering},
-};
+use crate::{abi::*, ah, counts::Counts, cq, hw::Hw, mr, qp, srq, uar::UarTable};
+use core::fmt::Write;
 use kernel::{
     new_mutex, new_spinlock,
     prelude::*,
     rdma::{
-        self, core_cap, DeviceAttr, FwVersion, Gid, GidAttr, GidType, LinkLayer, PortAttr,
-        PortImmutable, UData, UserContext, Vma,
+        self, core_cap, AhAttr, CqInitAttr, DeviceAttr, FwVersion, Gid, GidAttr, GidType,
+        LinkLayer, MrKeys, NotifyFlags, PortAttr, PortImmutable, PostError, QpAttr, QpInitAttr,
+        QpQuery, RecvWrs, SendWrs, SrqAttr, SrqType, UData, UserContext, Vma, WcSink,
     },
     sync::{Arc, Mutex, SpinLock},
 };
@@ -20,9 +18,9 @@ use kernel::{
 /// The driver's data in the RDMA device.
 #[pin_data]
 pub(crate) struct IbDev {
-    hw: Arc<Hw>,
+    pub(crate) hw: Arc<Hw>,
     /// The capabilities the device reported, checked by `Hw::load_dsr`.
-    caps: Caps,
+    pub(crate) caps: Caps,
     /// The PCI device ID, reported as the vendor part ID.
     part_id: u32,
     /// The GID table, as bound in the device with `CREATE_BIND`.
@@ -31,8 +29,8 @@ pub(crate) struct IbDev {
     /// Which UAR pages user contexts own.
     #[pin]
     uars: SpinLock<UarTable>,
-    /// Protection domains in existence (at most `caps.max_pd`).
-    pds: AtomicU32,
+    /// Objects in existence, kept within the device's limits.
+    pub(crate) counts: Counts,
 }
 
 impl IbDev {
@@ -52,7 +50,7 @@ impl IbDev {
             part_id,
             gids <- new_mutex!(gids, "pvrdma::IbDev::gids"),
             uars <- new_spinlock!(uars, "pvrdma::IbDev::uars"),
-            pds: AtomicU32::new(0),
+            counts: Counts::new(),
         }? Error))
     }
 
@@ -149,7 +147,7 @@ impl IbDev {
         if let Err(e) = self.hw.command::<_, RespNoop>(opcode::DESTROY_PD, &cmd) {
             pr_warn!("{}: destroying a PD failed: {:?}\n", self.hw.pdev.name(), e);
         }
-        self.pds.fetch_sub(1, Ordering::Relaxed);
+        self.counts.pds.release();
     }
 }
 
@@ -170,12 +168,12 @@ kernel::rdma_device_attributes! {
 pub(crate) struct UserCtx {
     uar_index: u32,
     uar_pfn: u64,
-    ctx_handle: u32,
+    pub(crate) ctx_handle: u32,
 }
 
 /// A protection domain: the device's handle.
 pub(crate) struct Pd {
-    handle: u32,
+    pub(crate) handle: u32,
 }
 
 #[vtable]
@@ -185,6 +183,11 @@ impl rdma::Operations for IbDev {
 
     type UserContext = UserCtx;
     type Pd = Pd;
+    type Cq = cq::Cq;
+    type Qp = qp::Qp;
+    type Srq = srq::Srq;
+    type Ah = ah::Ah;
+    type Mr = mr::Mr;
 
     const DEVICE_GROUP: Option<&'static rdma::AttributeGroup> = Some(&SYSFS_ATTRS);
 
@@ -367,23 +370,13 @@ impl rdma::Operations for IbDev {
         ctx: Option<&UserContext<Self>>,
         udata: Option<&mut UData>,
     ) -> Result<Pd> {
-        let max = dev.caps.max_pd;
-        dev.pds
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
-                (n < max).then_some(n + 1)
-            })
-            .map_err(|_| ENOMEM)?;
+        let reservation = dev.counts.pds.take(dev.caps.max_pd)?;
         let cmd = CmdCreatePd {
             ctx_handle: ctx.map_or(0, |c| c.ctx_handle),
             ..Default::default()
         };
-        let resp: RespCreatePd = match dev.hw.command(opcode::CREATE_PD, &cmd) {
-            Ok(resp) => resp,
-            Err(e) => {
-                dev.pds.fetch_sub(1, Ordering::Relaxed);
-                return Err(e);
-            }
-        };
+        let resp: RespCreatePd = dev.hw.command(opcode::CREATE_PD, &cmd)?;
+        reservation.keep();
         let pd = Pd {
             handle: resp.pd_handle,
         };
@@ -402,5 +395,141 @@ impl rdma::Operations for IbDev {
 
     fn dealloc_pd(dev: &rdma::Device<Self>, pd: Pd) {
         dev.destroy_pd(pd.handle);
+    }
+
+    fn create_cq(
+        dev: &rdma::Device<Self>,
+        attr: &CqInitAttr,
+        ctx: Option<&UserContext<Self>>,
+        udata: Option<&mut UData>,
+    ) -> Result<(cq::Cq, u32)> {
+        cq::create(dev, attr, ctx, udata)
+    }
+
+    fn destroy_cq(dev: &rdma::Device<Self>, cq: cq::Cq) {
+        cq::destroy(dev, cq)
+    }
+
+    fn poll_cq(dev: &rdma::Device<Self>, cq: &rdma::Cq<Self>, wc: &mut WcSink<'_, Self>) -> Result {
+        cq::poll(dev, cq, wc)
+    }
+
+    fn req_notify_cq(
+        dev: &rdma::Device<Self>,
+        cq: &rdma::Cq<Self>,
+        flags: NotifyFlags,
+    ) -> Result<bool> {
+        cq::req_notify(dev, cq, flags)
+    }
+
+    fn create_qp(
+        dev: &rdma::Device<Self>,
+        pd: &rdma::Pd<Self>,
+        attr: &mut QpInitAttr<Self>,
+        ctx: Option<&UserContext<Self>>,
+        udata: Option<&mut UData>,
+    ) -> Result<(qp::Qp, u32)> {
+        qp::create(dev, pd, attr, ctx, udata)
+    }
+
+    fn modify_qp(
+        dev: &rdma::Device<Self>,
+        qp: &rdma::Qp<Self>,
+        attr: &QpAttr,
+        mask: u32,
+        _udata: Option<&mut UData>,
+    ) -> Result {
+        qp::modify(dev, qp, attr, mask)
+    }
+
+    fn query_qp(dev: &rdma::Device<Self>, qp: &rdma::Qp<Self>, mask: u32) -> Result<QpQuery> {
+        qp::query(dev, qp, mask)
+    }
+
+    fn destroy_qp(dev: &rdma::Device<Self>, qp: qp::Qp) {
+        qp::destroy(dev, qp)
+    }
+
+    fn post_send(
+        dev: &rdma::Device<Self>,
+        qp: &rdma::Qp<Self>,
+        wrs: SendWrs<'_, Self>,
+    ) -> core::result::Result<(), PostError> {
+        qp::post_send(dev, qp, wrs)
+    }
+
+    fn post_recv(
+        dev: &rdma::Device<Self>,
+        qp: &rdma::Qp<Self>,
+        wrs: RecvWrs<'_>,
+    ) -> core::result::Result<(), PostError> {
+        qp::post_recv(dev, qp, wrs)
+    }
+
+    fn create_srq(
+        dev: &rdma::Device<Self>,
+        pd: &rdma::Pd<Self>,
+        srq_type: SrqType,
+        attr: &mut SrqAttr,
+        _ctx: Option<&UserContext<Self>>,
+        udata: Option<&mut UData>,
+    ) -> Result<srq::Srq> {
+        srq::create(dev, pd, srq_type, attr, udata)
+    }
+
+    fn modify_srq(
+        dev: &rdma::Device<Self>,
+        srq: &rdma::Srq<Self>,
+        attr: &SrqAttr,
+        mask: u32,
+        _udata: Option<&mut UData>,
+    ) -> Result {
+        srq::modify(dev, srq, attr, mask)
+    }
+
+    fn query_srq(dev: &rdma::Device<Self>, srq: &rdma::Srq<Self>) -> Result<SrqAttr> {
+        srq::query(dev, srq)
+    }
+
+    fn destroy_srq(dev: &rdma::Device<Self>, srq: srq::Srq) {
+        srq::destroy(dev, srq)
+    }
+
+    fn create_ah(
+        dev: &rdma::Device<Self>,
+        pd: &rdma::Pd<Self>,
+        attr: &AhAttr,
+        _sleepable: bool,
+        _udata: Option<&mut UData>,
+    ) -> Result<ah::Ah> {
+        ah::create(dev, pd, attr)
+    }
+
+    fn destroy_ah(dev: &rdma::Device<Self>, ah: ah::Ah) {
+        ah::destroy(dev, ah)
+    }
+
+    fn get_dma_mr(
+        dev: &rdma::Device<Self>,
+        pd: &rdma::Pd<Self>,
+        access: u32,
+    ) -> Result<(mr::Mr, MrKeys)> {
+        mr::get_dma(dev, pd, access)
+    }
+
+    fn reg_user_mr(
+        dev: &rdma::Device<Self>,
+        pd: &rdma::Pd<Self>,
+        start: u64,
+        length: u64,
+        virt_addr: u64,
+        access: u32,
+        _udata: Option<&mut UData>,
+    ) -> Result<(mr::Mr, MrKeys)> {
+        mr::reg_user(dev, pd, start, length, virt_addr, access)
+    }
+
+    fn dereg_mr(dev: &rdma::Device<Self>, mr: mr::Mr) {
+        mr::dereg(dev, mr)
     }
 }

@@ -4,12 +4,14 @@
 
 use crate::{
     abi::{event, Eqe, INTR_CAUSE_RESPONSE, PORT, REG_ICR},
+    abi_verbs::event_verbs,
     hw::Hw,
+    ib::IbDev,
 };
 use kernel::{
     irq::{self, IrqReturn},
     prelude::*,
-    rdma::{DeviceHandle, PortEvent},
+    rdma::{self, DeviceHandle, PortEvent},
     sync::Arc,
 };
 
@@ -59,9 +61,37 @@ impl AsyncEventIrq {
         })
     }
 
+    /// Reports an event about a QP, CQ or SRQ to its consumer. The device's event numbers are
+    /// the RDMA core's. Returns false if `eqe` is not about such an object.
+    fn object_event(&self, eqe: &Eqe) -> bool {
+        use event_verbs::*;
+        let (kind, handle) = (eqe.kind, eqe.info);
+        let delivered = match kind {
+            QP_FATAL | QP_REQ_ERR | QP_ACCESS_ERR | COMM_EST | SQ_DRAINED | PATH_MIG
+            | PATH_MIG_ERR | QP_LAST_WQE_REACHED => {
+                self.events.with_device(|dev: &rdma::Device<IbDev>| {
+                    dev.with_qp(handle, |qp| qp.dispatch_event(kind))
+                })
+            }
+            CQ_ERR => self.events.with_device(|dev: &rdma::Device<IbDev>| {
+                dev.with_cq(handle, |cq| cq.dispatch_event(kind))
+            }),
+            SRQ_ERR | SRQ_LIMIT_REACHED => self.events.with_device(|dev: &rdma::Device<IbDev>| {
+                dev.with_srq(handle, |srq| srq.dispatch_event(kind))
+            }),
+            _ => return false,
+        };
+        if delivered.flatten().is_none() {
+            pr_debug!("async event {} for unknown object {}\n", kind, handle);
+        }
+        true
+    }
+
     fn handle_event(&self, eqe: Eqe) {
+        if self.object_event(&eqe) {
+            return;
+        }
         let Some(ev) = Self::port_event(eqe.kind) else {
-            // QP, CQ and SRQ events: this driver creates none of those objects.
             pr_debug!("ignoring async event {} ({})\n", eqe.kind, eqe.info);
             return;
         };
@@ -86,17 +116,23 @@ impl irq::ThreadedHandler for AsyncEventIrq {
     }
 }
 
-/// Vector 2: CQ notifications.
+/// Vector 2: CQ notifications. Threaded, because reaching the CQs goes through the
+/// [`DeviceHandle`]'s mutex.
 pub(crate) struct CqNotifyIrq {
     pub(crate) hw: Arc<Hw>,
+    pub(crate) events: Arc<DeviceHandle>,
 }
 
-impl irq::Handler for CqNotifyIrq {
-    fn handle(&self) -> IrqReturn {
-        // This driver creates no CQs (user-space CQs are polled by the provider library), so
-        // a notification names nothing of ours: consume it.
-        self.hw
-            .drain_cq_notifications(|cq| pr_debug!("notification for CQ {}\n", cq));
+impl irq::ThreadedHandler for CqNotifyIrq {
+    fn handle_threaded(&self) -> IrqReturn {
+        self.events.with_device(|dev: &rdma::Device<IbDev>| {
+            self.hw.drain_cq_notifications(|handle| {
+                // A notification for a CQ destroyed meanwhile names nothing.
+                if dev.with_cq(handle, |cq| cq.complete()).is_none() {
+                    pr_debug!("notification for unknown CQ {}\n", handle);
+                }
+            })
+        });
         IrqReturn::Handled
     }
 }

@@ -12,14 +12,25 @@
 #![deny(unsafe_code)]
 
 mod abi;
+// The whole device ABI is transcribed, including what this driver does not use (yet).
+#[allow(dead_code)]
+mod abi_verbs;
+mod ah;
 mod cmd;
+mod convert;
+mod counts;
+mod cq;
 mod hw;
 mod ib;
 mod intr;
 mod link;
+mod mr;
 mod pdir;
+mod qp;
 mod ring;
+mod srq;
 mod uar;
+mod wq;
 
 use abi::*;
 use hw::{Hw, InterruptsEnabled, NAME};
@@ -57,7 +68,7 @@ struct Pvrdma {
     _link: Pin<KBox<net::notifier::Registration<LinkWatcher>>>,
     _ib: rdma::Registration<IbDev>,
     _interrupts: InterruptsEnabled,
-    _cq_irq: Option<irq::Registration<CqNotifyIrq>>,
+    _cq_irq: Option<irq::ThreadedRegistration<CqNotifyIrq>>,
     _async_irq: Option<irq::ThreadedRegistration<AsyncEventIrq>>,
     _response_irq: irq::Registration<ResponseIrq>,
     _hw: Arc<Hw>,
@@ -112,11 +123,14 @@ impl pci::Driver for Pvrdma {
             None
         };
         let cq_irq = if vectors.count() > 2 {
-            Some(irq::Registration::new(
+            Some(irq::ThreadedRegistration::new(
                 vectors.line(2)?,
                 irq::Flags::NONE,
                 NAME,
-                CqNotifyIrq { hw: hw.clone() },
+                CqNotifyIrq {
+                    hw: hw.clone(),
+                    events: events.clone(),
+                },
             )?)
         } else {
             None
@@ -138,6 +152,14 @@ impl pci::Driver for Pvrdma {
         ibdev.set_phys_port_cnt(PORT);
         ibdev.set_num_comp_vectors(1);
         ibdev.set_node_type_ca();
+        // Handles index the tables modulo their size; the C driver sizes them by the device's maxima
+        // too, but a table never needs more than 2^16 entries (QP handles are 16 bits in CQEs).
+        let table = |max: u32| max.min(1 << 16);
+        ibdev.set_object_table_sizes(
+            table(caps.max_qp),
+            table(caps.max_cq),
+            table(caps.max_srq),
+        )?;
         ibdev.set_netdev(PORT, &netdev)?;
         let ib = ibdev.register(
             kernel::c_str!("vmw_pvrdma%d"),

@@ -51,13 +51,53 @@ impl<E: FromBytes> DeviceRing<E> {
         if npages < 2 {
             return Err(EINVAL);
         }
+        let slots = Self::capacity(npages);
+        Self::alloc(dev, npages, slots)
+    }
+
+    fn alloc(dev: &device::Device, npages: u32, slots: u32) -> Result<Self> {
         let pdir = PageDir::new(dev, npages as usize)?;
-        let slots = ((npages as usize - 1) * PAGE_SIZE / size_of::<E>()) as u32;
         Ok(Self {
             pdir,
             slots,
             _entry: core::marker::PhantomData,
         })
+    }
+
+    /// The number of entry slots the data pages of an `npages`-page ring hold.
+    pub(crate) fn capacity(npages: u32) -> u32 {
+        ((npages.saturating_sub(1) as usize) * PAGE_SIZE / size_of::<E>()) as u32
+    }
+
+    /// Allocates a ring of `npages` pages (state page included) with `slots` entries, a power of
+    /// two that fits the data pages.
+    pub(crate) fn with_slots(dev: &device::Device, npages: u32, slots: u32) -> Result<Self> {
+        const { assert!(size_of::<E>() != 0 && PAGE_SIZE % size_of::<E>() == 0) };
+        if npages < 2 || slots == 0 || !slots.is_power_of_two() || slots > Self::capacity(npages) {
+            return Err(EINVAL);
+        }
+        Self::alloc(dev, npages, slots)
+    }
+
+    /// Uses only the first `slots` entries (a power of two no larger than the ring's): the
+    /// device's idea of the ring's size, if it differs from the one asked for.
+    pub(crate) fn shrink_to(&mut self, slots: u32) -> Result {
+        if slots == 0 || !slots.is_power_of_two() || slots > self.slots {
+            return Err(EINVAL);
+        }
+        self.slots = slots;
+        Ok(())
+    }
+
+    /// Whether the device produced entries the driver has not consumed.
+    pub(crate) fn has_data(&self) -> Result<bool> {
+        let state = self.pdir.page(0)?;
+        let tail = state.read_at::<u32>(RX_PROD)?;
+        let head = state.read_at::<u32>(RX_CONS)?;
+        if !idx_valid(tail, self.slots) || !idx_valid(head, self.slots) {
+            return Err(EIO);
+        }
+        Ok(tail != head)
     }
 
     /// The page directory, for the DSR.
