@@ -431,8 +431,7 @@ pub(crate) fn post_send(
     let mut ring = sq.lock();
     let mut result = Ok(());
     for (index, wr) in wrs.enumerate() {
-        if let Err(error) = send_wqe(qp, &wr).and_then(|hdr| ring.push(pdir, &hdr, wr.sges()))
-        {
+        if let Err(error) = send_wqe(qp, &wr).and_then(|hdr| ring.push(pdir, &hdr, wr.sges())) {
             result = Err(PostError { error, index });
             break;
         }
