@@ -37,7 +37,7 @@ pub use cq::{
     wc_flags, wc_opcode, wc_status, CqInitAttr, NotifyFlags, WcSink, WorkCompletion, CQ_EVENT_ERR,
 };
 pub use device::{Device, DeviceHandle, Registration, UnregisteredDevice};
-pub use mr::{access, Mr, MrKeys};
+pub use mr::{access, Mr, MrKeys, MrType};
 pub use objects::{Ah, Cq, Pd, Qp, Srq, UserContext, Vma};
 pub use ops::Operations;
 pub use qp::{

@@ -42,9 +42,9 @@ pub(super) struct Tables {
 impl Tables {
     fn new() -> impl PinInit<Self> {
         pin_init!(Self {
-            qp <- ObjectTable::new(),
-            cq <- ObjectTable::new(),
-            srq <- ObjectTable::new(),
+            qp <- ObjectTable::new(crate::c_str!("rdma::Tables::qp"), crate::static_lock_class!()),
+            cq <- ObjectTable::new(crate::c_str!("rdma::Tables::cq"), crate::static_lock_class!()),
+            srq <- ObjectTable::new(crate::c_str!("rdma::Tables::srq"), crate::static_lock_class!()),
         })
     }
 }

@@ -102,6 +102,26 @@ impl<T: Operations> Mr<T> {
         unsafe { Device::from_raw((*self.0.get()).device) }
     }
 
+    /// The address the region starts at, as work requests name it (set by registration or by
+    /// mapping pages into a fast-register region).
+    pub fn iova(&self) -> u64 {
+        // SAFETY: The region is live; the core writes `iova` only while mapping it, which its
+        // consumer serialises with posting work requests that use it.
+        unsafe { (*self.0.get()).iova }
+    }
+
+    /// The length in bytes (see [`Mr::iova`]).
+    pub fn length(&self) -> u64 {
+        // SAFETY: As in `iova`.
+        unsafe { (*self.0.get()).length }
+    }
+
+    /// The page size of a fast-register region's page list (see [`Mr::iova`]).
+    pub fn page_size(&self) -> u32 {
+        // SAFETY: As in `iova`.
+        unsafe { (*self.0.get()).page_size }
+    }
+
     /// The keys.
     pub fn keys(&self) -> MrKeys {
         // SAFETY: The region is live; the keys are only changed by the driver through
@@ -122,5 +142,24 @@ impl<T: Operations> core::ops::Deref for Mr<T> {
     fn deref(&self) -> &T::Mr {
         // SAFETY: By the type invariant the region heads an `MrStorage<T>`.
         unsafe { &(*self.0.get().cast::<MrStorage<T>>()).data }
+    }
+}
+
+/// The kind of region `alloc_mr` is asked for (C's `enum ib_mr_type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MrType {
+    /// A fast-register region: pages are mapped into it with `map_mr_sg` and registered with a
+    /// `REG_MR` work request.
+    MemReg,
+    /// Any other kind (signature, gaps), by its C value.
+    Other(u32),
+}
+
+impl MrType {
+    pub(super) fn from_raw(raw: bindings::ib_mr_type) -> Self {
+        match raw {
+            bindings::ib_mr_type_IB_MR_TYPE_MEM_REG => Self::MemReg,
+            other => Self::Other(other),
+        }
     }
 }

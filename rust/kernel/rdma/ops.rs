@@ -6,7 +6,7 @@ use super::{
     attr::{DeviceAttr, FwVersion, GidAttr, PortAttr, PortImmutable},
     cq::{CqInitAttr, NotifyFlags, WcSink},
     device::Device,
-    mr::{MrKeys, MrStorage},
+    mr::{Mr, MrKeys, MrStorage, MrType},
     objects::{
         AhStorage, Cq, CqStorage, Pd, PdStorage, Qp, QpStorage, Srq, SrqStorage, UserContext,
         UserContextStorage, Vma,
@@ -300,6 +300,30 @@ pub trait Operations: Send + Sync + Sized + 'static {
     fn dereg_mr(_dev: &Device<Self>, _mr: Self::Mr) {
         crate::build_error(VTABLE_DEFAULT_ERROR)
     }
+
+    /// Allocates a region of kind `mr_type` for up to `max_num_sg` pages, mapped later with
+    /// `map_mr_sg` (the core's `ib_map_mr_sg()`).
+    fn alloc_mr(
+        _dev: &Device<Self>,
+        _pd: &Pd<Self>,
+        _mr_type: MrType,
+        _max_num_sg: u32,
+    ) -> Result<(Self::Mr, MrKeys)> {
+        crate::build_error(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Starts mapping a new page list into a region from `alloc_mr`: forget the old one.
+    ///
+    /// Implementing it (with [`Operations::map_mr_sg_page`]) gives the core `map_mr_sg`.
+    fn map_mr_sg_begin(_mr: &Mr<Self>) {
+        crate::build_error(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Appends the page at bus address `addr` to the list being mapped (`ENOMEM` when full).
+    /// May be called in atomic context.
+    fn map_mr_sg_page(_mr: &Mr<Self>, _addr: u64) -> Result {
+        crate::build_error(VTABLE_DEFAULT_ERROR)
+    }
 }
 
 /// The operations table of driver `T`, for `ib_set_device_ops()`, with `owner` set to `module`.
@@ -421,6 +445,12 @@ impl<T: Operations> Adapter<T> {
         }
         if T::HAS_DEREG_MR {
             ops.dereg_mr = Some(Self::dereg_mr);
+        }
+        if T::HAS_ALLOC_MR {
+            ops.alloc_mr = Some(Self::alloc_mr);
+        }
+        if T::HAS_MAP_MR_SG_BEGIN && T::HAS_MAP_MR_SG_PAGE {
+            ops.map_mr_sg = Some(Self::map_mr_sg);
         }
         ops.size_ib_ucontext = size_of::<UserContextStorage<T>>();
         ops.size_ib_pd = size_of::<PdStorage<T>>();
@@ -1224,5 +1254,56 @@ impl<T: Operations> Adapter<T> {
         let data = unsafe { MrStorage::<T>::from_raw(ibmr) };
         T::dereg_mr(dev, data);
         0
+    }
+
+    /// The C callback.
+    ///
+    /// # Safety
+    ///
+    /// Only the C side calls it, with the arguments it documents for this callback.
+    unsafe extern "C" fn alloc_mr(
+        ibpd: *mut bindings::ib_pd,
+        mr_type: bindings::ib_mr_type,
+        max_num_sg: u32,
+    ) -> *mut bindings::ib_mr {
+        // SAFETY: The core passes a live PD of one of `T`'s devices.
+        let (dev, pd) = unsafe { (Self::dev((*ibpd).device), Pd::<T>::from_raw(ibpd)) };
+        match T::alloc_mr(dev, pd, MrType::from_raw(mr_type), max_num_sg)
+            .and_then(|(data, keys)| MrStorage::<T>::into_raw(data, keys))
+        {
+            Ok(mr) => mr,
+            Err(e) => e.to_ptr(),
+        }
+    }
+
+    /// The C callback.
+    ///
+    /// # Safety
+    ///
+    /// Only the C side calls it, with the arguments it documents for this callback.
+    unsafe extern "C" fn map_mr_sg(
+        ibmr: *mut bindings::ib_mr,
+        sg: *mut bindings::scatterlist,
+        sg_nents: c_int,
+        sg_offset: *mut crate::ffi::c_uint,
+    ) -> c_int {
+        // SAFETY: The core passes a live region of one of `T`'s devices (from `alloc_mr`).
+        T::map_mr_sg_begin(unsafe { Mr::<T>::from_raw(ibmr) });
+        // SAFETY: The core passes a valid scatterlist of `sg_nents` entries and offset; the
+        // region is live for the call, and `set_page` only reaches it through `ibmr`.
+        unsafe { bindings::ib_sg_to_pages(ibmr, sg, sg_nents, sg_offset, Some(Self::set_page)) }
+    }
+
+    /// The page callback of `ib_sg_to_pages()`.
+    ///
+    /// # Safety
+    ///
+    /// Only `ib_sg_to_pages()` calls it, from `map_mr_sg`, with the region being mapped.
+    unsafe extern "C" fn set_page(ibmr: *mut bindings::ib_mr, addr: u64) -> c_int {
+        // SAFETY: The region is live for the duration of `map_mr_sg`.
+        match T::map_mr_sg_page(unsafe { Mr::<T>::from_raw(ibmr) }, addr) {
+            Ok(()) => 0,
+            Err(e) => e.to_errno(),
+        }
     }
 }

@@ -13,9 +13,8 @@
 use crate::{
     alloc::{Flags, KVec},
     error::Result,
-    new_spinlock_irq,
     prelude::*,
-    sync::SpinLockIrq,
+    sync::{LockClassKey, SpinLockIrq},
 };
 use core::ptr::NonNull;
 
@@ -51,9 +50,13 @@ pub(super) struct ObjectTable<C> {
 
 impl<C> ObjectTable<C> {
     /// An empty table (of size 0: every insertion fails until [`Self::resize`]).
-    pub(super) fn new() -> impl PinInit<Self> {
+    ///
+    /// Each kind of table needs its own lock class (`key`): the driver takes them in a fixed
+    /// order (a CQ's table, then the CQ's own lock, then the QP table while polling), which
+    /// lockdep can only check if the classes differ.
+    pub(super) fn new(name: &'static CStr, key: &'static LockClassKey) -> impl PinInit<Self> {
         pin_init!(Self {
-            slots <- new_spinlock_irq!(KVec::new(), "rdma::ObjectTable::slots"),
+            slots <- SpinLockIrq::new(KVec::new(), name, key),
         })
     }
 

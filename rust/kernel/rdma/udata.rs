@@ -56,9 +56,19 @@ impl UData {
             .read::<T>()
     }
 
-    /// Writes the response `value`. If user space gave less room (an older user ABI), only the
-    /// first `out_len()` bytes are written.
+    /// Writes the response `value`. Fails with `EINVAL`, writing nothing, if user space gave
+    /// less room than a `T` (it could not learn what the response tells it, e.g. the handle of
+    /// the object created).
     pub fn write<T: AsBytes>(&mut self, value: &T) -> Result {
+        if self.out_len() < size_of::<T>() {
+            return Err(EINVAL);
+        }
+        self.write_prefix(value)
+    }
+
+    /// Writes as much of the response `value` as user space gave room for: for responses that
+    /// grew, whose older, shorter form user space may still use.
+    pub fn write_prefix<T: AsBytes>(&mut self, value: &T) -> Result {
         let len = size_of::<T>().min(self.out_len());
         // SAFETY: `T: AsBytes`, so all `size_of::<T>()` bytes of `value` are initialised;
         // `len` does not exceed that.

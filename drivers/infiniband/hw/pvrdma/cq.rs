@@ -246,6 +246,24 @@ pub(crate) fn req_notify(
     Ok(false)
 }
 
+/// Drops the completions of the QP with device handle `qp_handle` from a kernel CQ, so that
+/// they cannot be taken for completions of a later QP with the same handle.
+pub(crate) fn flush_qp(dev: &rdma::Device<IbDev>, cq: &rdma::Cq<IbDev>, qp_handle: u32) {
+    if let CqRing::Kernel(ring) = &cq.ring {
+        if ring
+            .lock()
+            .retain(|cqe| (cqe.qp & 0xffff) as u32 != qp_handle)
+            .is_err()
+        {
+            pr_err!(
+                "{}: CQ {} ring state invalid\n",
+                dev.hw.pdev.name(),
+                cq.handle
+            );
+        }
+    }
+}
+
 /// The device's handle of a CQ.
 pub(crate) fn handle(cq: &rdma::Cq<IbDev>) -> u32 {
     cq.handle

@@ -9,8 +9,8 @@ use kernel::{
     prelude::*,
     rdma::{
         self, core_cap, AhAttr, CqInitAttr, DeviceAttr, FwVersion, Gid, GidAttr, GidType,
-        LinkLayer, MrKeys, NotifyFlags, PortAttr, PortImmutable, PostError, QpAttr, QpInitAttr,
-        QpQuery, RecvWrs, SendWrs, SrqAttr, SrqType, UData, UserContext, Vma, WcSink,
+        LinkLayer, MrKeys, MrType, NotifyFlags, PortAttr, PortImmutable, PostError, QpAttr,
+        QpInitAttr, QpQuery, RecvWrs, SendWrs, SrqAttr, SrqType, UData, UserContext, Vma, WcSink,
     },
     sync::{Arc, Mutex, SpinLock},
 };
@@ -531,5 +531,22 @@ impl rdma::Operations for IbDev {
 
     fn dereg_mr(dev: &rdma::Device<Self>, mr: mr::Mr) {
         mr::dereg(dev, mr)
+    }
+
+    fn alloc_mr(
+        dev: &rdma::Device<Self>,
+        pd: &rdma::Pd<Self>,
+        mr_type: MrType,
+        max_num_sg: u32,
+    ) -> Result<(mr::Mr, MrKeys)> {
+        mr::alloc(dev, pd, mr_type, max_num_sg)
+    }
+
+    fn map_mr_sg_begin(mr: &rdma::Mr<Self>) {
+        mr::map_sg_begin(mr)
+    }
+
+    fn map_mr_sg_page(mr: &rdma::Mr<Self>, addr: u64) -> Result {
+        mr::map_sg_page(mr, addr)
     }
 }

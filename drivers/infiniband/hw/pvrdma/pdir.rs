@@ -52,8 +52,14 @@ impl PageDir {
         })
     }
 
+    /// A directory for up to `npages` pages the owner enters later with [`PageDir::set`] (the
+    /// page list of a fast-register MR).
+    pub(crate) fn for_pages(dev: &device::Device, npages: usize) -> Result<Self> {
+        Self::tables(dev, npages)
+    }
+
     /// Enters `addr` as page `index`.
-    fn set(&self, index: usize, addr: DmaAddress) -> Result {
+    pub(crate) fn set(&self, index: usize, addr: DmaAddress) -> Result {
         if index >= self.npages {
             return Err(EINVAL);
         }

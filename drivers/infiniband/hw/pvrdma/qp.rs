@@ -56,6 +56,8 @@ pub(crate) struct Qp {
     qkey: AtomicU32,
     port: u32,
     cap: QpCap,
+    /// The device's handles of the send and receive CQs.
+    cqs: (u32, u32),
     rings: QpRings,
 }
 
@@ -153,6 +155,15 @@ pub(crate) fn create(
 
     let (rings, total_pages, send_pages) = match &udata {
         Some(udata) => {
+            // The provider sizes its rings itself; the device must be able to take them.
+            let caps = &dev.caps;
+            if cap.max_send_wr > caps.max_qp_wr
+                || cap.max_recv_wr > caps.max_qp_wr
+                || cap.max_send_sge > caps.max_sge
+                || cap.max_recv_sge > caps.max_sge
+            {
+                return Err(EINVAL);
+            }
             let req: UserCreateQp = udata.read()?;
             // Providers that know QP handles must have room for the reply that carries them.
             if dev.hw.version >= VERSION_QPHANDLE && udata.out_len() < size_of::<UserCreateQpResp>()
@@ -263,6 +274,7 @@ pub(crate) fn create(
         qkey: AtomicU32::new(0),
         port: attr.port_num(),
         cap,
+        cqs: (crate::cq::handle(send_cq), crate::cq::handle(recv_cq)),
         rings,
     };
     // Completions name their QP by the low 16 bits of its handle.
@@ -283,7 +295,9 @@ pub(crate) fn create(
             qpn,
             qp_handle: handle,
         };
-        if let Err(e) = udata.write(&reply) {
+        // Providers of devices before version 20 know only the QP number, which is then also
+        // the handle: they get the part of the reply they have room for.
+        if let Err(e) = udata.write_prefix(&reply) {
             destroy(dev, qp);
             return Err(e);
         }
@@ -308,6 +322,14 @@ pub(crate) fn destroy(dev: &rdma::Device<IbDev>, qp: Qp) {
             qp.handle,
             e
         );
+    }
+    // The device produces no more completions for the QP: drop those not polled yet.
+    if matches!(qp.rings, QpRings::Kernel { .. }) {
+        let (send, recv) = qp.cqs;
+        dev.with_cq(send, |cq| crate::cq::flush_qp(dev, cq, qp.handle));
+        if recv != send {
+            dev.with_cq(recv, |cq| crate::cq::flush_qp(dev, cq, qp.handle));
+        }
     }
     dev.counts.qps.release();
     drop(qp);
@@ -487,6 +509,10 @@ fn send_wqe(qp: &Qp, wr: &rdma::SendWr<'_, IbDev>) -> Result<SqWqeHdr> {
                 .into();
             }
             op::LOCAL_INV | op::SEND_WITH_INV => hdr.ex = wr.ex(),
+            op::REG_MR => {
+                let reg = wr.reg().ok_or(EINVAL)?;
+                hdr.wr = crate::mr::fast_reg_wr(reg.mr, reg.key, reg.access)?.into();
+            }
             op::SEND | op::SEND_WITH_IMM => {}
             op::ATOMIC_CMP_AND_SWP | op::ATOMIC_FETCH_AND_ADD => {
                 let a = wr.atomic().ok_or(EINVAL)?;

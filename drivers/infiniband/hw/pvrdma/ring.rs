@@ -10,7 +10,12 @@
 
 use crate::{abi::RingIndexes, pdir::PageDir};
 use core::mem::{offset_of, size_of};
-use kernel::{device, page::PAGE_SIZE, prelude::*, types::FromBytes};
+use kernel::{
+    device,
+    page::PAGE_SIZE,
+    prelude::*,
+    types::{AsBytes, FromBytes},
+};
 
 /// Whether `idx` is a valid index of a ring of `slots` slots (C's `pvrdma_idx_valid`).
 pub(crate) fn idx_valid(idx: u32, slots: u32) -> bool {
@@ -127,5 +132,58 @@ impl<E: FromBytes> DeviceRing<E> {
         kernel::io::mb();
         state.write_at::<u32>(RX_CONS, &idx_next(head, self.slots))?;
         Ok(Some(entry))
+    }
+}
+
+impl<E: FromBytes + AsBytes> DeviceRing<E> {
+    fn entry_at(&self, slot: u32) -> Result<(&kernel::dma::CoherentAllocation<u8>, usize)> {
+        let offset = PAGE_SIZE + slot as usize * size_of::<E>();
+        Ok((self.pdir.page(offset / PAGE_SIZE)?, offset % PAGE_SIZE))
+    }
+
+    /// Drops the unconsumed entries for which `keep` is false, keeping the order of the others
+    /// (C's `_pvrdma_flush_cqe`): the kept ones move towards the producer's end, and the
+    /// consumer index moves past the dropped ones. The caller keeps the device from producing
+    /// meanwhile for the entries in question (they belong to an object being destroyed).
+    pub(crate) fn retain(&self, keep: impl Fn(&E) -> bool) -> Result {
+        let state = self.pdir.page(0)?;
+        let tail_idx = state.read_at::<u32>(RX_PROD)?;
+        let head_idx = state.read_at::<u32>(RX_CONS)?;
+        if !idx_valid(tail_idx, self.slots) || !idx_valid(head_idx, self.slots) {
+            return Err(EIO);
+        }
+        if tail_idx == head_idx {
+            return Ok(());
+        }
+        kernel::io::rmb();
+        let slots = self.slots;
+        let (head, tail) = (idx_slot(head_idx, slots), idx_slot(tail_idx, slots));
+        // A full ring has head == tail as slots, but different indexes.
+        let items = if tail > head {
+            tail - head
+        } else {
+            slots - head + tail
+        };
+        let prev = |slot: u32| if slot == 0 { slots - 1 } else { slot - 1 };
+        let mut dst = prev(tail);
+        let mut cur = dst;
+        let mut dropped = 0u32;
+        for _ in 0..items {
+            let (page, off) = self.entry_at(cur)?;
+            let entry = page.read_at::<E>(off)?;
+            if keep(&entry) {
+                if cur != dst {
+                    let (page, off) = self.entry_at(dst)?;
+                    page.write_at(off, &entry)?;
+                }
+                dst = prev(dst);
+            } else {
+                dropped += 1;
+            }
+            cur = prev(cur);
+        }
+        kernel::io::wmb();
+        let new_head = head_idx.wrapping_add(dropped) & ((slots << 1).wrapping_sub(1));
+        state.write_at::<u32>(RX_CONS, &new_head)
     }
 }
