@@ -1,0 +1,29 @@
+#!/bin/sh
+# lab-about: verbs_badinput.c (built in the guest): raw uverbs commands with bad udata lengths, bogus/unaligned ring buffers, zero and huge sizes, unknown handles and handles of another context, bad QP attributes, destroying objects in use; each must get an errno (C-driver-accepts lines list what the C driver lets through), the device must still work, dmesg free of oops/WARN
+# lab-timeout: 300
+. "$LAB_DIR/lib.sh"
+
+name=verbs_badinput
+bin=/tmp/$name
+cc_log=$LAB_RESULTS/$name-cc.log
+log=$LAB_RESULTS/$name.log
+limit=${LAB_BADINPUT_TIMEOUT:-180}
+
+timeout 120 cc -O2 -Wall -Wextra -Werror -o "$bin" "$LAB_DIR/tests/$name.c" -libverbs >"$cc_log" 2>&1 ||
+	lab_fail "cannot build $name.c: $(lab_tail "$cc_log")"
+
+dmesg_before=$(dmesg | wc -l)
+timeout -k 5 "$limit" stdbuf -oL "$bin" "$LAB_DEV" "$LAB_GID_INDEX" "${LAB_DRIVER:-unknown}" >"$log" 2>&1
+status=$?
+cat "$log"
+dmesg | tail -n +"$((dmesg_before + 1))" >"$LAB_RESULTS/$name-dmesg.txt"
+# A crash of the program (an oops kills it) is reported with the kernel's words.
+lab_reject "$LAB_RESULTS/$name-dmesg.txt" "Oops|BUG:|WARNING:|cut here|Call Trace|general protection|UBSAN|KASAN" "$name: dmesg"
+summary=$(grep '^summary: ' "$log")
+[ -n "$summary" ] || lab_check_exit "$name" "$status" "$log" "$limit"
+lab_reject "$log" "^FAIL" "$name"
+echo "$summary" | grep -qE ', 0 FAIL$' || lab_fail "$name: $summary"
+lab_check_exit "$name" "$status" "$log" "$limit"
+lab_note "$name: $summary"
+c_accepts=$(grep -E '^(C-driver-accepts|accepted-as-C-driver) ' "$log" | cut -d: -f1 | cut -d' ' -f2 | tr '\n' ' ')
+[ -z "$c_accepts" ] || lab_note "$name: accepted, as the C driver does: $c_accepts"

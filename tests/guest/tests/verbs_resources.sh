@@ -1,0 +1,63 @@
+#!/bin/sh
+# lab-about: verbs_resources.c (built in the guest): 256 CQs, 256 QPs (224 RC connected pairwise, 32 UD) and MRs from 4 KiB doubling to the device's max_mr_size, all used with SEND/RECV checked byte by byte, destroyed (every destroy returns 0), twice; then PDs, CQs, MRs churned past the device's limits; no kernel objects left (rdma resource), kmemleak clean, dmesg free of oops/WARN
+# lab-timeout: 420
+. "$LAB_DIR/lib.sh"
+
+name=verbs_resources
+bin=/tmp/$name
+cc_log=$LAB_RESULTS/$name-cc.log
+log=$LAB_RESULTS/$name.log
+limit=${LAB_RESOURCES_TIMEOUT:-300}
+
+timeout 120 cc -O2 -Wall -Wextra -Werror -o "$bin" "$LAB_DIR/tests/$name.c" -libverbs >"$cc_log" 2>&1 ||
+	lab_fail "cannot build $name.c: $(lab_tail "$cc_log")"
+
+# rdma resource SUMMARY: the device's object counts (pd, cq, qp, mr, ...) kept
+# by the RDMA core; the kernel's own objects (QP1, the MAD layer's CQs and PD)
+# stay, the test's must all be gone afterwards.
+lab_res_counts() {
+	if command -v rdma >/dev/null; then
+		timeout 30 rdma resource show "$LAB_DEV" 2>&1 | sed 's/^[0-9]*: *//'
+	fi
+}
+
+kmemleak=/sys/kernel/debug/kmemleak
+if [ -w "$kmemleak" ]; then
+	# Forget what was found before the test (boot), so the scan below reports
+	# only what this test leaked.
+	echo clear >"$kmemleak"
+fi
+before=$(lab_res_counts)
+dmesg_before=$(dmesg | wc -l)
+
+timeout -k 5 "$limit" stdbuf -oL "$bin" "$LAB_DEV" "$LAB_GID_INDEX" "${LAB_RESOURCES_ROUNDS:-2}" "${LAB_RESOURCES_CHURN:-0}" >"$log" 2>&1
+status=$?
+cat "$log"
+lab_check_exit "$name" "$status" "$log" "$limit"
+lab_expect "$log" "^all checks passed" "$name"
+lab_expect "$log" "^largest MR: " "$name"
+
+# Every object the program made is gone from the core's tracking.
+after=$(lab_res_counts)
+lab_note "rdma resource before: $before"
+lab_note "rdma resource after:  $after"
+[ "$before" = "$after" ] || lab_fail "kernel RDMA objects left after the program exited: before '$before', after '$after'"
+
+# The kernel said nothing alarming while the program ran.
+dmesg | tail -n +"$((dmesg_before + 1))" >"$LAB_RESULTS/$name-dmesg.txt"
+lab_reject "$LAB_RESULTS/$name-dmesg.txt" "Oops|BUG:|WARNING:|cut here|Call Trace|general protection|UBSAN|KASAN|kmemleak" "$name: dmesg"
+
+if [ -w "$kmemleak" ]; then
+	# kmemleak reports an object only once it is at least 5 s old and was
+	# unreferenced in two scans.
+	sleep 6
+	echo scan >"$kmemleak"
+	echo scan >"$kmemleak"
+	cat "$kmemleak" >"$LAB_RESULTS/$name-kmemleak.txt" 2>&1
+	leaks=$(grep -c "^unreferenced object" "$LAB_RESULTS/$name-kmemleak.txt")
+	[ "$leaks" -eq 0 ] || lab_fail "kmemleak: $leaks unreferenced objects after every object was destroyed: $(grep -m 1 -A 12 "^unreferenced object" "$LAB_RESULTS/$name-kmemleak.txt" | grep -m 3 -E '\[<|comm' | tr '\n' ' ')"
+	lab_note "kmemleak: no leak after the rounds"
+else
+	lab_note "no kmemleak in this kernel: leaks are not checked here"
+fi
+lab_note "$name: $(grep '^largest MR' "$log")"
