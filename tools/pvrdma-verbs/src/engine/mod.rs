@@ -66,7 +66,6 @@ pub struct Engine {
     /// QPs that must enter the error state once the current operation ends
     /// (their completion was dropped by an overflowed CQ).
     pending_errors: Vec<Key>,
-    next_qpn: u32,
     next_handle: u32,
 }
 
@@ -87,7 +86,6 @@ impl Engine {
             router: route::Router::default(),
             qkey_violations: 0,
             pending_errors: Vec::new(),
-            next_qpn: qp::FIRST_QPN,
             next_handle: 1,
         }
     }

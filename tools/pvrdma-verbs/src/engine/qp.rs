@@ -84,14 +84,14 @@ impl Qp {
 }
 
 impl Engine {
+    /// The lowest QP number not in use. Numbers are reused, as a device with a QP table does:
+    /// rdma-core's vmw_pvrdma provider and Linux's C driver index tables of `max_qp` entries
+    /// with the QP number (the device's QP handle before version 20), so numbers must stay
+    /// below `FIRST_QPN + max_qp`.
     fn fresh_qpn(&mut self) -> u32 {
-        loop {
-            let n = self.next_qpn;
-            self.next_qpn = if n + 1 >= QPN_MASK { FIRST_QPN } else { n + 1 };
-            if !self.qp_by_num.contains_key(&n) {
-                return n;
-            }
-        }
+        (FIRST_QPN..QPN_MASK)
+            .find(|n| !self.qp_by_num.contains_key(n))
+            .unwrap_or(QPN_MASK)
     }
 
     /// `ibv_create_qp`; `req.cap` is updated to the actual capacities.
