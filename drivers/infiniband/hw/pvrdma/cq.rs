@@ -51,11 +51,10 @@ pub(crate) fn create(
     if attr.flags() != 0 {
         return Err(EOPNOTSUPP);
     }
-    let entries = attr
-        .cqe()
-        .max(1)
-        .checked_next_power_of_two()
-        .ok_or(EINVAL)?;
+    if attr.cqe() == 0 {
+        return Err(EINVAL);
+    }
+    let entries = attr.cqe().checked_next_power_of_two().ok_or(EINVAL)?;
     if entries > dev.caps.max_cqe {
         return Err(EINVAL);
     }
@@ -65,6 +64,10 @@ pub(crate) fn create(
     let (ring, pdir_dma, npages, user_reply) = match udata {
         Some(udata) => {
             let req: UserCreateCq = udata.read()?;
+            // The ring state is at the start of the first page the device maps.
+            if req.buf_addr % PAGE_SIZE as u64 != 0 {
+                return Err(EINVAL);
+            }
             let umem = Umem::get(dev, req.buf_addr, req.buf_size.into(), access::LOCAL_WRITE)?;
             if umem.num_pages() > PAGE_DIR_MAX_PAGES {
                 return Err(EINVAL);

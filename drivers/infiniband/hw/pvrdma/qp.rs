@@ -151,7 +151,6 @@ pub(crate) fn create(
     let reservation = dev.counts.qps.take(dev.caps.max_qp)?;
     let pdev = dev.hw.pdev.as_dev();
     let mut cap = attr.cap();
-    let user = udata.is_some();
 
     let (rings, total_pages, send_pages) = match &udata {
         Some(udata) => {
@@ -165,6 +164,10 @@ pub(crate) fn create(
                 return Err(EINVAL);
             }
             let req: UserCreateQp = udata.read()?;
+            // The ring state is at the start of the first page the device maps.
+            if req.sbuf_addr % PAGE_SIZE as u64 != 0 || req.rbuf_addr % PAGE_SIZE as u64 != 0 {
+                return Err(EINVAL);
+            }
             // Providers that know QP handles must have room for the reply that carries them.
             if dev.hw.version >= VERSION_QPHANDLE && udata.out_len() < size_of::<UserCreateQpResp>()
             {
@@ -287,9 +290,8 @@ pub(crate) fn create(
         destroy(dev, qp);
         return Err(EIO);
     }
-    if !user {
-        attr.set_cap(&cap);
-    }
+    // User QPs keep the sizes their provider chose; no QP gets inline data.
+    attr.set_cap(&cap);
     if let Some(udata) = udata {
         let reply = UserCreateQpResp {
             qpn,
@@ -370,6 +372,7 @@ pub(crate) fn modify(
     {
         return Err(EINVAL);
     }
+    check_attr_ranges(attr, attr_mask)?;
     if attr_mask & mask::QKEY != 0 {
         qp.qkey.store(attr.qkey, Ordering::Relaxed);
     }
@@ -386,6 +389,26 @@ pub(crate) fn modify(
     qp.state.store(next, Ordering::Relaxed);
     if next == qp_state::RESET {
         reset_rings(qp);
+    }
+    Ok(())
+}
+
+/// Checks the attributes whose range the IB spec fixes (the C driver passes them to the device
+/// unchecked). The RDMA read depths are not checked against the device's maxima: QEMU 7.2
+/// reports 0 for both, and every RC consumer asks for at least 1.
+fn check_attr_ranges(attr: &QpAttr, attr_mask: u32) -> Result {
+    let bad = |bit: u32, ok: bool| attr_mask & bit != 0 && !ok;
+    if bad(
+        mask::ACCESS_FLAGS,
+        attr.qp_access_flags & !abi_verbs::access::ALL == 0,
+    ) || bad(
+        mask::PATH_MTU,
+        (abi_verbs::mtu::MTU_256..=abi_verbs::mtu::MTU_4096).contains(&attr.path_mtu),
+    ) || bad(mask::RETRY_CNT, attr.retry_cnt <= 7)
+        || bad(mask::RNR_RETRY, attr.rnr_retry <= 7)
+        || bad(mask::TIMEOUT, attr.timeout <= 31)
+    {
+        return Err(EINVAL);
     }
     Ok(())
 }

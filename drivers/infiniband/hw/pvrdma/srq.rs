@@ -5,6 +5,7 @@
 
 use crate::{abi::PAGE_DIR_MAX_PAGES, abi_verbs::*, ib::IbDev, pdir::PageDir};
 use kernel::{
+    page::PAGE_SIZE,
     prelude::*,
     rdma::{self, srq_attr_mask, SrqAttr, SrqType, TableIndex, UData, Umem},
 };
@@ -41,6 +42,10 @@ pub(crate) fn create(
     }
     let reservation = dev.counts.srqs.take(dev.caps.max_srq)?;
     let req: UserCreateSrq = udata.read()?;
+    // The ring state is at the start of the first page the device maps.
+    if req.buf_addr % PAGE_SIZE as u64 != 0 {
+        return Err(EINVAL);
+    }
     let umem = Umem::get(dev, req.buf_addr, req.buf_size.into(), 0)?;
     if umem.num_pages() > PAGE_DIR_MAX_PAGES {
         return Err(EINVAL);
