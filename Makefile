@@ -3,11 +3,17 @@
 # pvrdma-rs: top-level entry points.
 #
 #   make lab      the main job: build what is missing, boot the lab, insmod each driver,
-#                 run rping and ibv_rc_pingpong, print a summary
-#   make check    every lab test (and the host-side unit tests), ending "N passed, N failed"
+#                 run rping and ibv_rc_pingpong on each device model, print a summary
+#   make check    every lab test on every device model and driver (and the host-side
+#                 unit tests), ending "N passed, N failed"
+#   make qemu     the patched QEMU (tools/qemu/build-qemu; cached)
 #
-# Selection: make check DRIVERS=c TESTS=ibv_rc_pingpong,ibv_devinfo
-# Everything slow (test kernel) is cached outside the checkout in $(PVRDMA_CACHE).
+# Selection: make check MODELS=patched DRIVERS=c TESTS=ibv_rc_pingpong,ibv_devinfo
+#   MODELS   patched (QEMU 7.2 + tools/qemu/patches) and/or stock (Debian's QEMU 7.2)
+#   DRIVERS  c (vmw_pvrdma) and/or rust (pvrdma)
+#   TESTS    names from `tools/target/release/pvrdma-lab list`; empty: all
+# Everything slow (test kernel, patched QEMU) is cached outside the checkout in
+# $(PVRDMA_CACHE).
 #
 # When invoked by Kbuild (make -C $KDIR M=$PWD), only the Kbuild file matters.
 
@@ -20,24 +26,39 @@ TOP := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 PVRDMA_CACHE ?= $(HOME)/.cache/pvrdma-rs
 export PVRDMA_CACHE
 
+MODELS ?= patched,stock
 DRIVERS ?= c,rust
 TESTS ?=
 LAB_TESTS ?= ibv_rc_pingpong,rping
+LAB_MODELS ?= $(MODELS)
 RESULTS ?= $(TOP)/results
 
 CARGO ?= cargo
 LAB := $(TOP)/tools/target/release/pvrdma-lab
 KDIR_FILE := $(PVRDMA_CACHE)/kernel/current
 
-.PHONY: all deps kernel tools module module-clippy unit lab check fmt clean
+# The patched QEMU is built only when a run uses it (an empty MODELS means
+# every model).
+uses_patched = $(if $(strip $(1)),$(filter patched,$(subst $(comma), ,$(1))),patched)
+comma := ,
+QEMU_FOR_LAB := $(if $(call uses_patched,$(LAB_MODELS)),qemu)
+QEMU_FOR_CHECK := $(if $(call uses_patched,$(MODELS)),qemu)
 
-all: kernel tools module
+.PHONY: all deps kernel qemu tools module module-clippy unit lab check fmt clean
+
+all: kernel qemu tools module
 
 deps:
 	@$(TOP)/tools/lab/install-deps
 
 kernel: deps
 	@$(TOP)/tools/lab/build-kernel
+
+# QEMU 7.2 from Debian's source with tools/qemu/patches: the `patched` device
+# model. Cached by a key of its inputs; a rebuild takes about 6 minutes.
+qemu: deps
+	@echo "== patched QEMU (tools/qemu/build-qemu)"
+	@$(TOP)/tools/qemu/build-qemu | tail -n 1
 
 tools: deps
 	@echo "== host tools (verbs backend, mux, runner)"
@@ -65,13 +86,14 @@ unit: tools
 	@echo "== host unit tests"
 	@cd $(TOP)/tools && $(CARGO) test --release --quiet 2>&1 | tail -n 40
 
-# The main job: boot, insmod, rping and ibv_rc_pingpong, a summary.
-lab: kernel tools module
-	@$(LAB) run --keep-going --kernel $(KDIR_FILE)/ --drivers $(DRIVERS) --tests $(LAB_TESTS) --results $(RESULTS)
+# The main job: boot, insmod, rping and ibv_rc_pingpong on each device model,
+# a summary. (rping is not applicable to the stock model: it shows as SKIP.)
+lab: kernel tools module $(QEMU_FOR_LAB)
+	@$(LAB) run --keep-going --kernel $(KDIR_FILE)/ --models "$(LAB_MODELS)" --drivers "$(DRIVERS)" --tests "$(LAB_TESTS)" --results $(RESULTS)
 
-# All tests: host unit tests, then every lab test on every driver.
-check: kernel tools module
-	@$(TOP)/tools/lab/check --kernel $(KDIR_FILE)/ --drivers $(DRIVERS) --tests "$(TESTS)" --results $(RESULTS)
+# All tests: host unit tests, then every lab test on every device model and driver.
+check: kernel tools module $(QEMU_FOR_CHECK)
+	@$(TOP)/tools/lab/check --kernel $(KDIR_FILE)/ --models "$(MODELS)" --drivers "$(DRIVERS)" --tests "$(TESTS)" --results $(RESULTS)
 
 fmt:
 	cd $(TOP)/tools && $(CARGO) fmt --all

@@ -5,6 +5,7 @@
 # script runs under the host's /bin/sh and every tool is the host's. The runner
 # (tools/pvrdma-lab) passes what to do on the kernel command line, under names
 # that are not module parameters of any module that will ever be loaded:
+#   lab.model=NAME        the device model (patched or stock QEMU; only recorded)
 #   lab.driver=c|rust     which driver this run is for (only recorded)
 #   lab.module=PATH       the RDMA driver module to insmod
 #   lab.kdir=PATH         the test kernel's build dir (modules.order: dependencies)
@@ -105,6 +106,7 @@ log "init started at uptime $LAB_BOOT_UPTIME s"
 stage parse-cmdline
 
 # --- What to do ----------------------------------------------------------------
+LAB_MODEL=
 LAB_DRIVER=
 LAB_MODULE=
 LAB_KDIR=
@@ -113,6 +115,7 @@ LAB_TIMEOUT=300
 # shellcheck disable=SC2013 # the command line is split into words on purpose
 for arg in $(cat /proc/cmdline); do
 	case "$arg" in
+	lab.model=*) LAB_MODEL=${arg#lab.model=} ;;
 	lab.driver=*) LAB_DRIVER=${arg#lab.driver=} ;;
 	lab.module=*) LAB_MODULE=${arg#lab.module=} ;;
 	lab.kdir=*) LAB_KDIR=${arg#lab.kdir=} ;;
@@ -120,10 +123,13 @@ for arg in $(cat /proc/cmdline); do
 	lab.timeout=*) LAB_TIMEOUT=${arg#lab.timeout=} ;;
 	esac
 done
-export LAB_DRIVER
-log "driver=$LAB_DRIVER module=$LAB_MODULE test=$LAB_TEST timeout=${LAB_TIMEOUT}s"
+export LAB_MODEL LAB_DRIVER
+log "model=$LAB_MODEL driver=$LAB_DRIVER module=$LAB_MODULE test=$LAB_TEST timeout=${LAB_TIMEOUT}s"
 case "$LAB_TEST" in
 "" | *[!A-Za-z0-9_-]*) setup_failed "bad test name '$LAB_TEST' on the kernel command line" ;;
+esac
+case "$LAB_MODEL" in
+*[!a-z0-9_-]*) setup_failed "bad lab.model '$LAB_MODEL'" ;;
 esac
 case "$LAB_TIMEOUT" in
 "" | *[!0-9]*) setup_failed "bad lab.timeout '$LAB_TIMEOUT'" ;;
@@ -167,6 +173,8 @@ done
 lab_load_module "$LAB_MODULE" || setup_failed "insmod $LAB_MODULE failed: ${LAB_INSMOD_ERROR:-see init.log}"
 LAB_MODULE_NAME=$(modinfo -F name "$LAB_MODULE" 2>/dev/null)
 [ -n "$LAB_MODULE_NAME" ] || LAB_MODULE_NAME=$(basename "$LAB_MODULE" .ko | tr - _)
+# For tests that unload and reload the driver (driver_cycles).
+export LAB_MODULE LAB_MODULE_NAME
 log "loaded $LAB_MODULE_NAME"
 
 stage wait-device

@@ -7,7 +7,9 @@
 #
 # Set by init.sh before a test runs: LAB_DEV (RDMA device), LAB_GID_INDEX (index
 # of the GID of LAB_IP), LAB_IP, LAB_NETDEV (the vmxnet3 interface), LAB_RESULTS
-# (a writable directory copied back to the host), LAB_DRIVER (c or rust).
+# (a writable directory copied back to the host), LAB_DRIVER (c or rust),
+# LAB_MODEL (the device model: patched or stock), LAB_MODULE and
+# LAB_MODULE_NAME (the driver's .ko and its module name).
 
 # lab_fail MESSAGE...: reports a failed assertion and ends the test.
 lab_fail() {
@@ -18,6 +20,14 @@ lab_fail() {
 # lab_note MESSAGE...: a line of the test's log.
 lab_note() {
 	echo "lab: $*"
+}
+
+# lab_summary MESSAGE...: a line of the test's log that also goes to
+# notes.txt, which the runner prints under the test's TAP line: what the test
+# measured or proved (figures, counts).
+lab_summary() {
+	echo "lab: $*"
+	echo "$*" >>"$LAB_RESULTS/notes.txt"
 }
 
 # lab_tail FILE: the last lines of FILE on one line, for failure messages.
@@ -166,7 +176,9 @@ lab_reject() {
 # stays a zombie until waited for).
 lab_alive() {
 	state=
-	read -r _ _ state _ <"/proc/$1/stat" 2>/dev/null
+	# (2>/dev/null first: dash applies redirections in order, and a missing
+	# /proc entry would otherwise be reported before stderr is silenced.)
+	read -r _ _ state _ 2>/dev/null <"/proc/$1/stat"
 	[ -n "$state" ] && [ "$state" != Z ]
 }
 
@@ -260,6 +272,7 @@ lab_pingpong() {
 	tag="$tool-s$size"
 	srv=$LAB_RESULTS/$tag-server.log
 	cli=$LAB_RESULTS/$tag-client.log
+	extra="$*"
 	set -- -d "$LAB_DEV" -g "$LAB_GID_INDEX" -s "$size" -n "$iters" -p "$port" "$@"
 
 	lab_server_start "$limit" "$srv" "$tool" "$@"
@@ -274,7 +287,7 @@ lab_pingpong() {
 		lab_reject "$side" "invalid data" "$tag"
 		lab_reject "$side" "^(Failed status|Completion for unknown|parse WC failed|poll CQ failed)" "$tag"
 	done
-	lab_note "$tag: ok: $(grep -h ' iters in ' "$cli")"
+	lab_summary "$tool -s $size -n $iters $extra: ok, $(grep -h ' iters in ' "$cli")"
 }
 
 # lab_ucmatose CONNECTIONS MESSAGES PORT [OPTION...]: runs a ucmatose (rdma_cm,
@@ -311,4 +324,93 @@ lab_ucmatose() {
 	lab_expect "$srv" "^disconnected\$" "ucmatose server"
 	lab_expect "$cli" "^sending replies\$" "ucmatose client"
 	lab_note "ucmatose $*: $conns connections x $msgs messages each way: ok"
+}
+
+# lab_perftest TOOL PORT [OPTION...]: runs a perftest TOOL's server and a
+# client reaching it over TCP on 127.0.0.1 (perftest exchanges QP numbers,
+# GIDs, addresses and rkeys there), with `-d $LAB_DEV -x $LAB_GID_INDEX -F`;
+# checks both exit 0, report no error, and that the client printed its table
+# (the "#bytes ..." header and a line of figures). Sets LAB_PERFTEST_HEADER
+# and LAB_PERFTEST_RESULT (that line, spaces squeezed).
+lab_perftest() {
+	tool=$1
+	port=$2
+	shift 2
+	limit=${LAB_PERFTEST_TIMEOUT:-240}
+	srv=$LAB_RESULTS/$tool-server.log
+	cli=$LAB_RESULTS/$tool-client.log
+	set -- -d "$LAB_DEV" -x "$LAB_GID_INDEX" -p "$port" -F "$@"
+
+	lab_server_start "$limit" "$srv" "$tool" "$@"
+	lab_wait_listen tcp "$port" 60 "$tool" "$srv"
+	lab_client_run "$limit" "$cli" "$tool" "$@" 127.0.0.1
+	lab_check_pair "$tool" "$limit" "$srv" "$cli"
+	for side in "$srv" "$cli"; do
+		lab_reject "$side" "Couldn't|Unable|[Ff]ailed|error|Error" "$tool"
+	done
+	lab_expect "$cli" "^ *#bytes" "$tool"
+	LAB_PERFTEST_HEADER=$(grep -E "^ *#bytes" "$cli" | tail -n 1 | tr -s ' \t' '  ')
+	LAB_PERFTEST_RESULT=$(grep -E "^ *[0-9]+ +[0-9]+ +[0-9]" "$cli" | tail -n 1 | tr -s ' \t' '  ')
+	[ -n "$LAB_PERFTEST_RESULT" ] || lab_fail "$tool: the client printed no result line: $(lab_tail "$cli")"
+	lab_note "$tool $*: $LAB_PERFTEST_HEADER"
+	lab_note "$tool $*: $LAB_PERFTEST_RESULT"
+}
+
+# lab_tsc_mhz: the guest's TSC frequency in MHz, from the kernel log (empty if
+# it is not there).
+lab_tsc_mhz() {
+	dmesg | sed -n 's/.*tsc: Detected \([0-9.]*\) MHz.*/\1/p' | head -n 1
+}
+
+# lab_perftest_bw TOOL PORT [OPTION...]: lab_perftest for a bandwidth tool and
+# a line of notes.txt with its figures. Under TCG perftest's calibration of
+# the CPU clock often fails its own r^2 check ("Correlation coefficient"),
+# and a bandwidth tool then prints 0 MB/s (it has no cycles mode): the run is
+# repeated, on the next port, up to 5 times; if every run failed so, the test
+# still passes (the transfers completed) and the note says so.
+lab_perftest_bw() {
+	bw_tool=$1
+	bw_port=$2
+	shift 2
+	attempt=1
+	while :; do
+		lab_perftest "$bw_tool" "$bw_port" "$@"
+		# "#bytes #iterations BW-peak BW-average MsgRate"
+		read -r bytes iters peak average _ <<-EOF
+			$LAB_PERFTEST_RESULT
+		EOF
+		if ! echo "$average" | awk '{ exit !($1 == 0) }' ||
+			! grep -q "Correlation coefficient" "$LAB_RESULTS/$bw_tool-client.log"; then
+			lab_summary "$bw_tool: $iters x $bytes B: peak $peak MB/s, average $average MB/s (attempt $attempt)"
+			return 0
+		fi
+		lab_note "$bw_tool: attempt $attempt: perftest's clock calibration failed (BW printed as 0)"
+		cp "$LAB_RESULTS/$bw_tool-client.log" "$LAB_RESULTS/$bw_tool-client-attempt$attempt.log"
+		if [ "$attempt" -ge 5 ]; then
+			lab_summary "$bw_tool: $iters x $bytes B completed; bandwidth not measured: perftest's clock calibration failed in $attempt runs"
+			return 0
+		fi
+		attempt=$((attempt + 1))
+		bw_port=$((bw_port + 1))
+	done
+}
+
+# lab_perftest_lat TOOL PORT [OPTION...]: lab_perftest for a latency tool run
+# with -C (TSC cycles: under TCG perftest's clock calibration often fails and
+# its microseconds are then "inf"), and a line of notes.txt with its figures,
+# converted to microseconds at the guest's TSC frequency.
+lab_perftest_lat() {
+	lat_tool=$1
+	shift
+	lab_perftest "$lat_tool" "$@"
+	mhz=$(lab_tsc_mhz)
+	# "#bytes #iterations t_min t_max t_typical t_avg t_stdev 99% 99.9%", in cycles
+	read -r bytes iters t_min _ t_typical t_avg _ <<-EOF
+		$LAB_PERFTEST_RESULT
+	EOF
+	[ -n "$t_avg" ] || lab_fail "$lat_tool: cannot read the figures of '$LAB_PERFTEST_RESULT'"
+	lab_summary "$lat_tool: $iters x $bytes B: $(echo "$t_min $t_typical $t_avg ${mhz:-0}" | awk '{
+		printf "min %.0f, typical %.0f, average %.0f cycles", $1, $2, $3
+		if ($4 > 0) printf " (%.1f / %.1f / %.1f us at %.0f MHz)", $1 / $4, $2 / $4, $3 / $4, $4
+	}')"
 }

@@ -1,13 +1,15 @@
 #!/bin/sh
-# lab-about: rping -v -V (rdma_cm, RC; RDMA READ and WRITE, event-driven CQs) server and client in the guest on 192.0.2.1, sizes 64, 4096 and 65000, 10 pings each, data verified
+# lab-about: rping -v -V (rdma_cm, RC; RDMA READ and WRITE, event-driven CQs) server and client in the guest on 192.0.2.1: 1 ping of 32 bytes, 100 of 64, 20 of 4096, 10 of 65000, data verified
 # lab-timeout: 300
 . "$LAB_DIR/lib.sh"
 
-count=10
 port=7480
 limit=${LAB_CM_TIMEOUT:-120}
-for size in 64 4096 65000; do
-	tag="rping-S$size"
+# SIZE:COUNT; rping's buffers are 23 (its minimum: the ping text) to 65535 bytes.
+for run in 32:1 64:100 4096:20 65000:10; do
+	size=${run%:*}
+	count=${run#*:}
+	tag="rping-S$size-C$count"
 	srv=$LAB_RESULTS/$tag-server.log
 	cli=$LAB_RESULTS/$tag-client.log
 	lab_server_start "$limit" "$srv" rping -s -v -V -a "$LAB_IP" -p "$port" -C "$count" -S "$size"
@@ -27,6 +29,6 @@ for size in 64 4096 65000; do
 	lab_expect "$cli" "^ping data: rdma-ping-$last: " "$tag"
 	served=$(grep -c "^server ping data: rdma-ping-[0-9]*: " "$srv")
 	[ "$served" -eq "$count" ] || lab_fail "$tag: the server reported $served pings, not $count: $(lab_tail "$srv")"
-	lab_note "$tag: $count pings of $size bytes, data verified"
+	lab_summary "rping -S $size -C $count: $count pings of $size bytes, data verified (-V)"
 	port=$((port + 1))
 done

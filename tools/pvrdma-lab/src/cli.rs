@@ -2,23 +2,40 @@
 
 use std::path::PathBuf;
 
+use crate::model::DeviceModel;
+
 /// The usage text.
 pub const USAGE: &str = "\
-usage: pvrdma-lab run [--drivers c,rust] [--tests NAME,...] [--results DIR]
-                      [--kernel DIR] [--keep-going] [--qemu PATH]
+usage: pvrdma-lab run [--models patched,stock] [--drivers c,rust]
+                      [--tests NAME,...] [--results DIR] [--kernel DIR]
+                      [--keep-going] [--run-not-applicable]
+                      [--qemu-stock PATH] [--qemu-patched PATH]
                       [--mux PATH] [--verbs-lib PATH] [--rust-module PATH]
        pvrdma-lab list
 
-run   boots one fresh QEMU (with a fresh pvrdma-mux) per driver and test and
-      prints one TAP line per driver/test, then `N passed, N failed`.
+run   boots one fresh QEMU (with a fresh pvrdma-mux) per device model, driver
+      and test and prints one TAP line for each (`ok 3 - patched/c/rping`),
+      then `N passed, N failed`.
+      --models       device models (default: patched,stock): `patched` is QEMU
+                     7.2 with tools/qemu's pvrdma patches, `stock` Debian's
+                     unmodified QEMU 7.2
       --drivers      drivers to test (default: c,rust)
       --tests        tests to run (default: all; `pvrdma-lab list` names them)
-      --results      results directory (default: <checkout>/results)
+      --results      results directory (default: <checkout>/results); each
+                     test's logs in <results>/<model>/<driver>/<test>/
       --kernel       test kernel build dir (default: $PVRDMA_CACHE/kernel/current,
                      PVRDMA_CACHE defaulting to ~/.cache/pvrdma-rs)
       --keep-going   run every test even after one failed (default: stop at
                      the first failure and skip the rest)
-      --qemu         QEMU system emulator (default: qemu-system-x86_64 on PATH)
+      --run-not-applicable
+                     also run the tests a device model cannot pass (listed
+                     with their reason in the runner's known.rs; skipped by
+                     default): their failure is reported as TODO, a pass as
+                     an unexpected pass
+      --qemu-stock   the stock model's QEMU (default: qemu-system-x86_64 on PATH)
+      --qemu-patched the patched model's QEMU (default:
+                     $PVRDMA_CACHE/qemu/current/bin/qemu-system-x86_64, which
+                     tools/qemu/build-qemu builds)
       --mux          pvrdma-mux binary (default: tools/target/release/pvrdma-mux)
       --verbs-lib    software verbs library QEMU preloads
                      (default: tools/target/release/libpvrdma_verbs.so)
@@ -57,6 +74,8 @@ impl Driver {
 /// Options of `pvrdma-lab run`.
 #[derive(Debug, Default)]
 pub struct RunOptions {
+    /// Device models to test on, in order; empty means all.
+    pub models: Vec<DeviceModel>,
     /// Drivers to test, in order; empty means all.
     pub drivers: Vec<Driver>,
     /// Tests to run, in order; empty means all.
@@ -67,8 +86,12 @@ pub struct RunOptions {
     pub kernel: Option<PathBuf>,
     /// `--keep-going`.
     pub keep_going: bool,
-    /// `--qemu`.
-    pub qemu: Option<PathBuf>,
+    /// `--run-not-applicable`.
+    pub run_not_applicable: bool,
+    /// `--qemu-stock`.
+    pub qemu_stock: Option<PathBuf>,
+    /// `--qemu-patched`.
+    pub qemu_patched: Option<PathBuf>,
     /// `--mux`.
     pub mux: Option<PathBuf>,
     /// `--verbs-lib`.
@@ -81,7 +104,7 @@ pub struct RunOptions {
 #[derive(Debug)]
 pub enum Command {
     /// `run`.
-    Run(RunOptions),
+    Run(Box<RunOptions>),
     /// `list`.
     List,
     /// `help`, `-h`, `--help`.
@@ -94,7 +117,7 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
         return Err("no command given".to_string());
     };
     match command.as_str() {
-        "run" => parse_run(rest).map(Command::Run),
+        "run" => parse_run(rest).map(|o| Command::Run(Box::new(o))),
         "list" if rest.is_empty() => Ok(Command::List),
         "list" => Err(format!("list takes no arguments, got '{}'", rest[0])),
         "help" | "-h" | "--help" => Ok(Command::Help),
@@ -111,11 +134,15 @@ fn parse_run(args: &[String]) -> Result<RunOptions, String> {
             Some((flag, value)) if flag.starts_with("--") => (flag, Some(value.to_string())),
             _ => (arg.as_str(), None),
         };
-        if flag == "--keep-going" {
+        if let Some(switch) = match flag {
+            "--keep-going" => Some(&mut options.keep_going),
+            "--run-not-applicable" => Some(&mut options.run_not_applicable),
+            _ => None,
+        } {
             if inline.is_some() {
-                return Err("--keep-going takes no value".to_string());
+                return Err(format!("{flag} takes no value"));
             }
-            options.keep_going = true;
+            *switch = true;
             continue;
         }
         if !KNOWN_VALUE_OPTIONS.contains(&flag) {
@@ -134,6 +161,12 @@ fn parse_run(args: &[String]) -> Result<RunOptions, String> {
             }
         };
         match flag {
+            "--models" => {
+                options.models = list(&value)
+                    .iter()
+                    .map(|m| DeviceModel::parse(m))
+                    .collect::<Result<_, _>>()?;
+            }
             "--drivers" => {
                 options.drivers = list(&value)
                     .iter()
@@ -143,12 +176,14 @@ fn parse_run(args: &[String]) -> Result<RunOptions, String> {
             "--tests" => options.tests = list(&value),
             "--results" => options.results = path()?,
             "--kernel" => options.kernel = path()?,
-            "--qemu" => options.qemu = path()?,
+            "--qemu-stock" => options.qemu_stock = path()?,
+            "--qemu-patched" => options.qemu_patched = path()?,
             "--mux" => options.mux = path()?,
             "--verbs-lib" => options.verbs_lib = path()?,
             _ => options.rust_module = path()?,
         }
     }
+    dedup(&mut options.models);
     dedup(&mut options.drivers);
     dedup(&mut options.tests);
     Ok(options)
@@ -156,11 +191,13 @@ fn parse_run(args: &[String]) -> Result<RunOptions, String> {
 
 /// The options of `run` that take a value.
 const KNOWN_VALUE_OPTIONS: &[&str] = &[
+    "--models",
     "--drivers",
     "--tests",
     "--results",
     "--kernel",
-    "--qemu",
+    "--qemu-stock",
+    "--qemu-patched",
     "--mux",
     "--verbs-lib",
     "--rust-module",
@@ -198,20 +235,27 @@ mod tests {
     #[test]
     fn run_options() {
         let Ok(Command::Run(o)) = parse(&args(
-            "run --drivers c,rust,c --tests=a,b --keep-going --results /r --qemu /q",
+            "run --models stock,patched,stock --drivers c,rust,c --tests=a,b --keep-going \
+             --results /r --qemu-stock /q --qemu-patched=/p",
         )) else {
             panic!("not parsed");
         };
+        assert_eq!(o.models, vec![DeviceModel::Stock, DeviceModel::Patched]);
         assert_eq!(o.drivers, vec![Driver::C, Driver::Rust]);
         assert_eq!(o.tests, vec!["a", "b"]);
         assert!(o.keep_going);
+        assert!(!o.run_not_applicable);
         assert_eq!(o.results, Some(PathBuf::from("/r")));
-        assert_eq!(o.qemu, Some(PathBuf::from("/q")));
+        assert_eq!(o.qemu_stock, Some(PathBuf::from("/q")));
+        assert_eq!(o.qemu_patched, Some(PathBuf::from("/p")));
     }
 
     #[test]
     fn errors() {
         assert!(parse(&args("run --drivers go")).is_err());
+        assert!(parse(&args("run --models qemu")).is_err());
+        assert!(parse(&args("run --qemu /q")).is_err());
+        assert!(parse(&args("run --keep-going=yes")).is_err());
         assert!(parse(&args("run --tests")).is_err());
         assert!(parse(&args("run --results=")).is_err());
         assert!(parse(&args("run --bogus")).is_err());
@@ -222,9 +266,12 @@ mod tests {
 
     #[test]
     fn empty_lists_mean_all() {
-        let Ok(Command::Run(o)) = parse(&args("run --drivers= --tests=")) else {
+        let Ok(Command::Run(o)) = parse(&args(
+            "run --models= --drivers= --tests= --run-not-applicable",
+        )) else {
             panic!("not parsed");
         };
-        assert!(o.drivers.is_empty() && o.tests.is_empty());
+        assert!(o.models.is_empty() && o.drivers.is_empty() && o.tests.is_empty());
+        assert!(o.run_not_applicable);
     }
 }

@@ -9,6 +9,7 @@
 //! | `status`      | the test script's exit status                                  |
 //! | `test-uptime` | guest uptime at the script's start and end                     |
 //! | `test.log`    | the script's output; `FAIL: ...` lines say what failed         |
+//! | `notes.txt`   | what the test measured or proved, one line each (`lab_summary`)|
 //! | `teardown`    | `ok`, or why rmmod of the driver failed                        |
 //! | `dmesg.txt`   | the kernel log after the test and rmmod                        |
 //! | `kmemleak.txt`| kmemleak's report, if the kernel has kmemleak                  |
@@ -24,6 +25,8 @@ use std::path::Path;
 const MAX_READ: u64 = 16 << 20;
 /// The most of a one-line guest file shown in a message.
 const MAX_LINE: usize = 400;
+/// The most lines of `notes.txt` the runner prints.
+const MAX_NOTES: usize = 40;
 
 /// What the guest reported.
 #[derive(Debug, Default)]
@@ -42,6 +45,8 @@ pub struct GuestReport {
     pub test_secs: Option<f64>,
     /// The first `FAIL:` line of the script's output.
     pub first_failure: Option<String>,
+    /// The test's notes (what it measured), at most [`MAX_NOTES`] lines.
+    pub notes: Vec<String>,
     /// `Ok(())` if rmmod worked, else why not; None if init never said.
     pub teardown: Option<Result<(), String>>,
     /// The kernel log the guest saved.
@@ -107,6 +112,16 @@ pub fn read(dir: &Path) -> GuestReport {
             .find_map(|l| l.strip_prefix("FAIL: "))
             .map(shorten)
     });
+    let notes = read_text(&dir.join("notes.txt"))
+        .map(|text| {
+            text.lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .take(MAX_NOTES)
+                .map(shorten)
+                .collect()
+        })
+        .unwrap_or_default();
     GuestReport {
         done: dir.join("done").exists(),
         boot_secs: read_line(&dir.join("boot-uptime")).and_then(|l| seconds(&l)),
@@ -115,6 +130,7 @@ pub fn read(dir: &Path) -> GuestReport {
         status: read_line(&dir.join("status")).and_then(|l| l.parse().ok()),
         test_secs,
         first_failure,
+        notes,
         teardown: ok_or_message(read_line(&dir.join("teardown"))),
         dmesg: read_text(&dir.join("dmesg.txt")),
         kmemleak: read_text(&dir.join("kmemleak.txt")),
@@ -141,6 +157,7 @@ mod tests {
         .unwrap();
         fs::write(dir.join("teardown"), "rmmod hung\n").unwrap();
         fs::write(dir.join("done"), "done\n").unwrap();
+        fs::write(dir.join("notes.txt"), "ib_write_bw: 1 MB/s\n\n\tx\n").unwrap();
         let report = read(&dir);
         fs::remove_dir_all(&dir).unwrap();
         assert!(report.done);
@@ -150,6 +167,7 @@ mod tests {
         assert_eq!(report.test_secs, Some(7.5));
         assert_eq!(report.first_failure.as_deref(), Some("size 1: bad"));
         assert_eq!(report.teardown, Some(Err("rmmod hung".to_string())));
+        assert_eq!(report.notes, ["ib_write_bw: 1 MB/s", "x"]);
     }
 
     #[test]

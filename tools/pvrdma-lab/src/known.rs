@@ -1,20 +1,34 @@
-//! Known failures of the device model: tests that cannot pass on QEMU 7.2's
-//! pvrdma whatever the driver does. Each is still run; its failure is reported
-//! as TAP `# TODO <cause>` (not counted as a failure), and if it passes the
-//! TAP line says so. Only the failure the entry describes is excused: the
-//! test's failure message must contain the entry's signature, and a kernel
-//! problem (oops, WARN, lockdep, ...) is always a failure. Every entry names its cause and the issue that
-//! tracks fixing it. The only other excuse is the Rust driver's list of verbs
-//! it does not implement yet (`RUST_DRIVER_UNIMPLEMENTED`, issue 4); nothing
-//! else may be excused here.
+//! What a test is excused for, and nothing more: the limits of a device model
+//! and the verbs the Rust driver does not implement yet.
+//!
+//! - [`KNOWN_FAILURES`]: a test that cannot pass on a device model whatever
+//!   the driver does, and fails fast enough to keep running. It is run; its
+//!   failure is reported as TAP `# TODO <cause>` (not counted as a failure)
+//!   only if the failure message has the entry's signature, and a pass is
+//!   reported as an unexpected pass so that the entry gets removed.
+//! - [`NOT_APPLICABLE`]: a test that needs what a device model does not do
+//!   (one-sided RDMA, CQ events) and would only hang there until its time
+//!   limit. It is not run on that model: TAP `# SKIP <reason>`.
+//!   `--run-not-applicable` runs it anyway, with the excuse of a known
+//!   failure (any failure of the test script itself).
+//! - [`RUST_DRIVER_UNIMPLEMENTED`]: tests that need verbs the Rust driver does
+//!   not implement yet (issue 4), on every device model.
+//!
+//! A kernel problem (oops, WARN, lockdep, kmemleak, ...) is never excused, nor
+//! is a failure of the driver's setup or teardown. Each entry names its cause
+//! and the issue that tracks it. Every test not listed for a model must pass
+//! on it: the patched model has no entries, the stock model only these.
 
 use crate::cli::Driver;
+use crate::model::DeviceModel;
 use crate::tap::TapResult;
 use crate::verdict::Verdict;
 
 /// One known failure.
 #[derive(Debug)]
 pub struct KnownFailure {
+    /// The device model it happens on.
+    pub model: DeviceModel,
     /// The driver it concerns; None for both.
     pub driver: Option<Driver>,
     /// The test.
@@ -28,51 +42,78 @@ pub struct KnownFailure {
     pub issue: &'static str,
 }
 
-/// The table of known device-model failures (of QEMU 7.2's stock pvrdma).
-pub const KNOWN_FAILURES: &[KnownFailure] = &[
-    KnownFailure {
-        driver: None,
-        test: "ucmatose",
-        cause: "QEMU 7.2's pvrdma reports max_qp_rd_atom = max_qp_init_rd_atom = 0 \
+/// A test a device model cannot run.
+#[derive(Debug)]
+pub struct NotApplicable {
+    /// The device model.
+    pub model: DeviceModel,
+    /// The test.
+    pub test: &'static str,
+    /// What the test needs that the model does not do, and how it would fail.
+    pub reason: &'static str,
+    /// The issue tracking it.
+    pub issue: &'static str,
+}
+
+/// The known failures of the device models (all of QEMU 7.2's stock pvrdma).
+pub const KNOWN_FAILURES: &[KnownFailure] = &[KnownFailure {
+    model: DeviceModel::Stock,
+    driver: None,
+    test: "ucmatose",
+    cause: "QEMU 7.2's pvrdma reports max_qp_rd_atom = max_qp_init_rd_atom = 0 \
             (hw/rdma/vmw/pvrdma_main.c init_dsr_dev_caps never sets them), so librdmacm's \
             rdma_connect rejects ucmatose's responder_resources/initiator_depth of 1 (TCP \
             port space) with EINVAL before any MAD is sent; ucmatose_ps_ib runs the same \
             exchange in the IB port space, which librdmacm does not check",
-        signature: "failure connecting: Invalid argument",
+    signature: "failure connecting: Invalid argument",
+    issue: "issue 5",
+}];
+
+/// The tests a device model cannot run (all on QEMU 7.2's stock pvrdma).
+pub const NOT_APPLICABLE: &[NotApplicable] = &[
+    NotApplicable {
+        model: DeviceModel::Stock,
+        test: "rping",
+        reason: "rping needs RDMA READ/WRITE and CQ events; QEMU 7.2's pvrdma reports \
+                 max_qp_rd_atom = 0 (rdma_connect: Invalid argument, then the client hangs), \
+                 turns every work request into a SEND and arms CQs inverted",
         issue: "issue 5",
     },
-    KnownFailure {
-        driver: None,
-        test: "rping",
-        cause: "QEMU 7.2's pvrdma reports max_qp_rd_atom = 0, so rdma_connect refuses rping's \
-            responder_resources of 1 with EINVAL; past that, its data path turns RDMA READ \
-            and WRITE into SENDs and arms CQs inverted, and rping needs both",
-        signature: "rdma_connect: Invalid argument",
+    NotApplicable {
+        model: DeviceModel::Stock,
+        test: "ibv_rc_pingpong_events",
+        reason: "QEMU 7.2's pvrdma treats the ARM doorbell as disarm, so a CQ armed with \
+                 ibv_req_notify_cq(cq, 0) never signals and ibv_rc_pingpong -e sleeps in \
+                 ibv_get_cq_event until its time limit",
+        issue: "issue 5",
+    },
+    NotApplicable {
+        model: DeviceModel::Stock,
+        test: "verbs_ops",
+        reason: "QEMU 7.2's pvrdma turns every work request into a signaled SEND (no RDMA \
+                 WRITE/READ, immediate data or unsignaled WRs), arms CQs inverted, gives rkey \
+                 -1 and refuses MRs not starting on a page boundary (verbs_ops stops at \
+                 ibv_reg_mr: Bad address)",
+        issue: "issue 5",
+    },
+    NotApplicable {
+        model: DeviceModel::Stock,
+        test: "perftest_rdma",
+        reason: "ib_write_* and ib_read_* need RDMA WRITE/READ with the peer's rkey, which \
+                 QEMU 7.2's pvrdma turns into SENDs (rkey -1): ib_write_lat waits for data \
+                 that never comes until its time limit, ib_read_lat fails with status 12 \
+                 (perftest_send runs on it)",
         issue: "issue 5",
     },
 ];
 
 /// Tests that need verbs the Rust driver does not implement yet, with what
-/// they need. The bring-up (issue 3) registers the device, its port, GIDs,
-/// user contexts and PDs; memory registration, CQs, QPs, SRQs and AHs come
-/// with issue 4. Such a test still runs on the Rust driver; a failure that is
-/// not a kernel problem is reported as TAP `# TODO` naming what is missing,
-/// and a pass shows up as an unexpected pass so that the entry gets removed.
-pub const RUST_DRIVER_UNIMPLEMENTED: &[(&str, &str)] = &[
-    ("ibv_rc_pingpong", "MR, CQ and RC QP verbs"),
-    ("ibv_ud_pingpong", "MR, CQ, UD QP and AH verbs"),
-    ("ibv_srq_pingpong", "MR, CQ, SRQ and RC QP verbs"),
-    ("ucmatose", "MR, CQ, RC QP and the kernel GSI QP data path"),
-    (
-        "ucmatose_ps_ib",
-        "MR, CQ, RC QP and the kernel GSI QP data path",
-    ),
-    (
-        "udaddy",
-        "MR, CQ, UD QP, AH and the kernel GSI QP data path",
-    ),
-    ("rping", "MR, CQ, RC QP and the kernel GSI QP data path"),
-];
+/// they need. Such a test still runs on the Rust driver (on every device
+/// model); a failure that is not a kernel problem is reported as TAP `# TODO`
+/// naming what is missing, and a pass shows up as an unexpected pass so that
+/// the entry gets removed. Empty since issue 4: the Rust driver implements
+/// every verb the lab's tests use, and passes each test the C driver passes.
+pub const RUST_DRIVER_UNIMPLEMENTED: &[(&str, &str)] = &[];
 
 /// The issue tracking the Rust driver's missing verbs.
 const RUST_DRIVER_VERBS_ISSUE: &str = "issue 4";
@@ -90,7 +131,8 @@ pub fn unimplemented_by(driver: Driver, test: &str) -> Option<&'static str> {
 
 /// Whether a failure came from the test script itself, not from the lab, the
 /// driver's setup (insmod, device, port, GID) or its teardown (rmmod): only
-/// those can be a missing verb; the rest must work on every test.
+/// those can be a missing verb or a device model's limit; the rest must work
+/// on every test.
 fn failed_in_test_script(cause: &str) -> bool {
     const NOT_THE_TEST: &[&str] = &[
         "guest setup failed",
@@ -103,42 +145,91 @@ fn failed_in_test_script(cause: &str) -> bool {
     !NOT_THE_TEST.iter().any(|prefix| cause.starts_with(prefix))
 }
 
-/// The known failure of `test` with `driver`, if there is one.
-pub fn lookup(driver: Driver, test: &str) -> Option<&'static KnownFailure> {
+/// The known failure of `test` with `driver` on `model`, if there is one.
+pub fn lookup(model: DeviceModel, driver: Driver, test: &str) -> Option<&'static KnownFailure> {
     KNOWN_FAILURES
         .iter()
-        .find(|k| k.test == test && k.driver.is_none_or(|d| d == driver))
+        .find(|k| k.model == model && k.test == test && k.driver.is_none_or(|d| d == driver))
 }
 
-/// The TAP result of a finished test, known failures applied.
-pub fn tap_result(driver: Driver, test: &str, verdict: Verdict) -> TapResult {
-    if let Some(missing) = unimplemented_by(driver, test) {
-        return match verdict {
-            Verdict::Pass => TapResult::Todo {
-                cause: format!(
-                    "passed although the Rust driver lacks {missing} ({RUST_DRIVER_VERBS_ISSUE}): \
-                     remove it from RUST_DRIVER_UNIMPLEMENTED"
-                ),
-                passed: true,
-            },
-            Verdict::Fail {
-                cause,
-                kernel_problem: false,
-            } if failed_in_test_script(&cause) => TapResult::Todo {
-                cause: format!(
-                    "the Rust driver does not implement {missing} yet \
-                     ({RUST_DRIVER_VERBS_ISSUE}); this run: {cause}"
-                ),
-                passed: false,
-            },
-            Verdict::Fail { cause, .. } => TapResult::Fail(cause),
-        };
+/// Why `test` cannot run on `model`, if it cannot.
+pub fn not_applicable(model: DeviceModel, test: &str) -> Option<&'static NotApplicable> {
+    NOT_APPLICABLE
+        .iter()
+        .find(|n| n.model == model && n.test == test)
+}
+
+/// The TAP result of a test `model` cannot run: it is skipped.
+pub fn skip_result(entry: &NotApplicable) -> TapResult {
+    TapResult::Skip(format!(
+        "not applicable to the {} device model: {} ({})",
+        entry.model.name(),
+        entry.reason,
+        entry.issue
+    ))
+}
+
+/// An excuse for the failure of a test script: a pass is flagged as
+/// unexpected (`stale`: what to remove), a failure of the script itself is
+/// `todo`, anything else (setup, teardown, kernel, lab) a real failure.
+fn excuse(verdict: Verdict, todo: String, stale: String) -> TapResult {
+    match verdict {
+        Verdict::Pass => TapResult::Todo {
+            cause: stale,
+            passed: true,
+        },
+        Verdict::Fail {
+            cause,
+            kernel_problem: false,
+        } if failed_in_test_script(&cause) => TapResult::Todo {
+            cause: format!("{todo}; this run: {cause}"),
+            passed: false,
+        },
+        Verdict::Fail { cause, .. } => TapResult::Fail(cause),
     }
-    let known = lookup(driver, test);
+}
+
+/// The TAP result of a finished test, its excuses applied.
+pub fn tap_result(model: DeviceModel, driver: Driver, test: &str, verdict: Verdict) -> TapResult {
+    if let Some(missing) = unimplemented_by(driver, test) {
+        return excuse(
+            verdict,
+            format!("the Rust driver does not implement {missing} yet ({RUST_DRIVER_VERBS_ISSUE})"),
+            format!(
+                "passed although the Rust driver lacks {missing} ({RUST_DRIVER_VERBS_ISSUE}): \
+                 remove it from RUST_DRIVER_UNIMPLEMENTED"
+            ),
+        );
+    }
+    if let Some(n) = not_applicable(model, test) {
+        // Only run with --run-not-applicable.
+        return excuse(
+            verdict,
+            format!(
+                "not applicable to the {} model: {} ({})",
+                model.name(),
+                n.reason,
+                n.issue
+            ),
+            format!(
+                "passed on the {} model although listed as not applicable to it ({}): \
+                 remove it from NOT_APPLICABLE",
+                model.name(),
+                n.issue
+            ),
+        );
+    }
+    let known = lookup(model, driver, test);
     match (verdict, known) {
         (Verdict::Pass, None) => TapResult::Pass,
         (Verdict::Pass, Some(k)) => TapResult::Todo {
-            cause: format!("known failure did not occur: {} ({})", k.cause, k.issue),
+            cause: format!(
+                "known failure of the {} model did not occur: {} ({}): remove it from \
+                 KNOWN_FAILURES",
+                model.name(),
+                k.cause,
+                k.issue
+            ),
             passed: true,
         },
         (Verdict::Fail { cause, .. }, None) => TapResult::Fail(cause),
@@ -151,7 +242,9 @@ pub fn tap_result(driver: Driver, test: &str, verdict: Verdict) -> TapResult {
         ) => {
             if kernel_problem || !cause.contains(k.signature) {
                 TapResult::Fail(format!(
-                    "{cause} [not the known failure of this test, whose message has '{}']",
+                    "{cause} [not the known failure of this test on the {} model, whose \
+                     message has '{}']",
+                    model.name(),
                     k.signature
                 ))
             } else {
@@ -167,23 +260,49 @@ pub fn tap_result(driver: Driver, test: &str, verdict: Verdict) -> TapResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::catalog;
+    use crate::layout;
+    use DeviceModel::{Patched, Stock};
 
     #[test]
-    fn lookup_by_driver_and_test() {
-        assert!(lookup(Driver::C, "ucmatose").is_some());
-        assert!(lookup(Driver::Rust, "ucmatose").is_some());
-        assert!(lookup(Driver::C, "rping").is_some());
-        assert!(lookup(Driver::C, "ibv_devinfo").is_none());
+    fn lookup_by_model_driver_and_test() {
+        assert!(lookup(Stock, Driver::C, "ucmatose").is_some());
+        assert!(lookup(Stock, Driver::Rust, "ucmatose").is_some());
+        assert!(lookup(Patched, Driver::C, "ucmatose").is_none());
+        assert!(lookup(Stock, Driver::C, "ibv_devinfo").is_none());
+        assert!(not_applicable(Stock, "rping").is_some());
+        assert!(not_applicable(Patched, "rping").is_none());
+        assert!(not_applicable(Stock, "ibv_rc_pingpong").is_none());
     }
 
     #[test]
-    fn every_entry_says_why_and_where_it_is_tracked() {
+    fn every_entry_says_why_and_names_a_real_test() {
+        let tests = catalog::discover(&layout::tests_dir()).expect("tests/guest/tests");
+        let exists = |name: &str| tests.iter().any(|t| t.name == name);
         for k in KNOWN_FAILURES {
             assert!(
                 !k.cause.is_empty() && !k.signature.is_empty() && k.issue.starts_with("issue "),
                 "{k:?}"
             );
+            assert!(exists(k.test), "{k:?}: no such test");
+            assert!(not_applicable(k.model, k.test).is_none(), "{k:?} twice");
         }
+        for n in NOT_APPLICABLE {
+            assert!(
+                !n.reason.is_empty() && n.issue.starts_with("issue "),
+                "{n:?}"
+            );
+            assert!(exists(n.test), "{n:?}: no such test");
+        }
+        for (test, what) in RUST_DRIVER_UNIMPLEMENTED {
+            assert!(exists(test) && !what.is_empty(), "{test}: no such test");
+        }
+    }
+
+    #[test]
+    fn the_patched_model_excuses_nothing() {
+        assert!(KNOWN_FAILURES.iter().all(|k| k.model != Patched));
+        assert!(NOT_APPLICABLE.iter().all(|n| n.model != Patched));
     }
 
     fn fail(cause: &str, kernel_problem: bool) -> Verdict {
@@ -194,15 +313,24 @@ mod tests {
     }
 
     #[test]
-    fn known_failures_are_excused_only_as_described() {
+    fn known_failures_are_excused_only_as_described_and_on_their_model() {
         let known =
             "ucmatose client exited with status 255: cmatose: failure connecting: Invalid argument";
         assert!(matches!(
-            tap_result(Driver::C, "ucmatose", fail(known, false)),
+            tap_result(Stock, Driver::C, "ucmatose", fail(known, false)),
             TapResult::Todo { passed: false, .. }
         ));
         assert!(matches!(
+            tap_result(Patched, Driver::C, "ucmatose", fail(known, false)),
+            TapResult::Fail(_)
+        ));
+        assert_eq!(
+            tap_result(Patched, Driver::C, "ucmatose", Verdict::Pass),
+            TapResult::Pass
+        );
+        assert!(matches!(
             tap_result(
+                Stock,
                 Driver::C,
                 "ucmatose",
                 fail("bind address failed: No such device", false)
@@ -210,60 +338,90 @@ mod tests {
             TapResult::Fail(_)
         ));
         assert!(matches!(
-            tap_result(Driver::C, "ucmatose", fail(known, true)),
+            tap_result(Stock, Driver::C, "ucmatose", fail(known, true)),
             TapResult::Fail(_)
         ));
         assert!(matches!(
-            tap_result(Driver::C, "ucmatose", Verdict::Pass),
+            tap_result(Stock, Driver::C, "ucmatose", Verdict::Pass),
             TapResult::Todo { passed: true, .. }
         ));
         assert_eq!(
-            tap_result(Driver::C, "ibv_devinfo", Verdict::Pass),
+            tap_result(Stock, Driver::C, "ibv_devinfo", Verdict::Pass),
             TapResult::Pass
         );
     }
 
     #[test]
-    fn rust_driver_gaps_are_todo_but_kernel_problems_still_fail() {
+    fn not_applicable_tests_are_skipped_and_excused_when_run_anyway() {
+        let entry = not_applicable(Stock, "verbs_ops").unwrap();
+        let TapResult::Skip(why) = skip_result(entry) else {
+            panic!("not a skip");
+        };
+        assert!(
+            why.starts_with("not applicable to the stock device model: "),
+            "{why}"
+        );
         assert!(matches!(
             tap_result(
-                Driver::Rust,
-                "ibv_rc_pingpong",
-                fail("Couldn't register MR", false)
+                Stock,
+                Driver::C,
+                "verbs_ops",
+                fail("ibv_reg_mr: Bad address", false)
             ),
             TapResult::Todo { passed: false, .. }
         ));
         assert!(matches!(
-            tap_result(Driver::Rust, "ibv_rc_pingpong", fail("Oops", true)),
+            tap_result(Stock, Driver::C, "verbs_ops", Verdict::Pass),
+            TapResult::Todo { passed: true, .. }
+        ));
+        assert!(matches!(
+            tap_result(Stock, Driver::C, "verbs_ops", fail("Oops", true)),
             TapResult::Fail(_)
         ));
         assert!(matches!(
             tap_result(
-                Driver::Rust,
-                "ibv_rc_pingpong",
-                fail("guest setup failed: no driver module at 'x'", false)
-            ),
-            TapResult::Fail(_)
-        ));
-        assert!(matches!(
-            tap_result(
-                Driver::Rust,
-                "ibv_rc_pingpong",
+                Stock,
+                Driver::C,
+                "verbs_ops",
                 fail("teardown: rmmod failed", false)
             ),
             TapResult::Fail(_)
         ));
         assert!(matches!(
             tap_result(
+                Patched,
                 Driver::C,
-                "ibv_rc_pingpong",
-                fail("Couldn't register MR", false)
+                "verbs_ops",
+                fail("ibv_reg_mr: Bad address", false)
             ),
             TapResult::Fail(_)
         ));
-        assert_eq!(
-            tap_result(Driver::Rust, "ibv_devinfo", Verdict::Pass),
-            TapResult::Pass
-        );
+    }
+
+    #[test]
+    fn the_rust_driver_is_excused_nothing_the_c_driver_passes() {
+        // Issue 4 emptied the table: a Rust failure is a failure, as a C one is.
+        assert!(RUST_DRIVER_UNIMPLEMENTED.is_empty());
+        for model in crate::model::ALL {
+            for driver in [Driver::Rust, Driver::C] {
+                assert!(matches!(
+                    tap_result(
+                        model,
+                        driver,
+                        "ibv_rc_pingpong",
+                        fail("Couldn't register MR", false)
+                    ),
+                    TapResult::Fail(_)
+                ));
+                assert_eq!(
+                    tap_result(model, driver, "ibv_rc_pingpong", Verdict::Pass),
+                    TapResult::Pass
+                );
+                assert!(matches!(
+                    tap_result(model, driver, "ibv_rc_pingpong", fail("Oops", true)),
+                    TapResult::Fail(_)
+                ));
+            }
+        }
     }
 }

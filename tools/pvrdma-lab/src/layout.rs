@@ -5,6 +5,7 @@ use std::env;
 use std::path::{Path, PathBuf};
 
 use crate::cli::RunOptions;
+use crate::model::DeviceModel;
 
 /// The checkout this runner was built from (`tools/pvrdma-lab/../..`).
 pub fn checkout() -> PathBuf {
@@ -45,8 +46,10 @@ pub struct Layout {
     pub c_module: PathBuf,
     /// The Rust driver module.
     pub rust_module: PathBuf,
-    /// The QEMU system emulator.
-    pub qemu: PathBuf,
+    /// The stock device model's QEMU.
+    pub qemu_stock: PathBuf,
+    /// The patched device model's QEMU.
+    pub qemu_patched: PathBuf,
     /// The rdmacm-mux replacement.
     pub mux: PathBuf,
     /// The software verbs library QEMU preloads.
@@ -82,10 +85,17 @@ impl Layout {
                     .clone()
                     .unwrap_or_else(|| checkout.join("drivers/infiniband/hw/pvrdma/pvrdma.ko")),
             ),
-            qemu: options
-                .qemu
+            // A bare name is looked up on PATH, as a shell would.
+            qemu_stock: options
+                .qemu_stock
                 .clone()
                 .unwrap_or_else(|| PathBuf::from("qemu-system-x86_64")),
+            qemu_patched: absolute(
+                &options
+                    .qemu_patched
+                    .clone()
+                    .unwrap_or_else(|| cache_dir().join("qemu/current/bin/qemu-system-x86_64")),
+            ),
             mux: absolute(
                 &options
                     .mux
@@ -98,6 +108,16 @@ impl Layout {
                     .clone()
                     .unwrap_or_else(|| release.join("libpvrdma_verbs.so")),
             ),
+        }
+    }
+}
+
+impl Layout {
+    /// The QEMU of a device model.
+    pub fn qemu(&self, model: DeviceModel) -> &Path {
+        match model {
+            DeviceModel::Stock => &self.qemu_stock,
+            DeviceModel::Patched => &self.qemu_patched,
         }
     }
 }

@@ -1,5 +1,5 @@
-//! `pvrdma-lab`: runs the lab's guest tests under QEMU's pvrdma for each driver
-//! and reports TAP (see Documentation/lab.md).
+//! `pvrdma-lab`: runs the lab's guest tests under QEMU's pvrdma for each device
+//! model and driver and reports TAP (see Documentation/lab.md).
 
 mod catalog;
 mod child;
@@ -8,6 +8,7 @@ mod guest_report;
 mod kernel_log;
 mod known;
 mod layout;
+mod model;
 mod mux;
 mod qemu;
 mod run_error;
@@ -22,6 +23,7 @@ use std::process::{Command, ExitCode, Stdio};
 use catalog::GuestTest;
 use cli::{Driver, RunOptions};
 use layout::Layout;
+use model::DeviceModel;
 use run_error::RunError;
 use tap::{Reporter, TapResult};
 
@@ -90,7 +92,7 @@ fn select_tests(options: &RunOptions) -> Result<Vec<GuestTest>, String> {
 }
 
 /// What must exist before any test can run; the first thing missing.
-fn preflight(layout: &Layout) -> Result<String, String> {
+fn preflight(layout: &Layout) -> Result<(), String> {
     let need = |path: &Path, what: &str, fix: &str| -> Result<(), String> {
         if path.is_file() {
             Ok(())
@@ -117,17 +119,38 @@ fn preflight(layout: &Layout) -> Result<String, String> {
         &layout.init,
         "guest init script",
         "the checkout is incomplete",
-    )?;
-    let output = Command::new(&layout.qemu)
+    )
+}
+
+/// The version line of a device model's QEMU, or why it cannot run.
+fn qemu_version(layout: &Layout, model: DeviceModel) -> Result<String, String> {
+    let qemu = layout.qemu(model);
+    let fix = match model {
+        DeviceModel::Stock => "install qemu-system-x86, or pass --qemu-stock",
+        DeviceModel::Patched => {
+            "build it with tools/qemu/build-qemu (make qemu), pass --qemu-patched, \
+             or leave it out with --models stock"
+        }
+    };
+    let output = Command::new(qemu)
         .arg("--version")
         .stdin(Stdio::null())
         .output()
         .map_err(|e| {
             format!(
-                "cannot run {}: {e} (install qemu-system-x86, or pass --qemu)",
-                layout.qemu.display()
+                "cannot run the {} model's QEMU {}: {e} ({fix})",
+                model.name(),
+                qemu.display()
             )
         })?;
+    if !output.status.success() {
+        return Err(format!(
+            "{} --version failed ({}): {}",
+            qemu.display(),
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
     let version = String::from_utf8_lossy(&output.stdout);
     Ok(version
         .lines()
@@ -163,6 +186,61 @@ fn seconds(value: Option<f64>) -> String {
     value.map_or("?".to_string(), |s| format!("{s:.2} s"))
 }
 
+/// One test to run: on which model, with which driver.
+struct Run<'a> {
+    layout: &'a Layout,
+    model: DeviceModel,
+    driver: Driver,
+    module: &'a Path,
+    test: &'a GuestTest,
+}
+
+impl Run<'_> {
+    /// Runs the test, prints its TAP line (named `name`) and what it noted;
+    /// returns its result, or the signal that interrupted it.
+    fn report(&self, tap: &mut Reporter, name: &str) -> Result<TapResult, i32> {
+        tap.comment(&format!(
+            "running {name} (limit {} s + guest overhead)",
+            self.test.timeout_secs
+        ));
+        let dir = self
+            .layout
+            .results
+            .join(self.model.name())
+            .join(self.driver.name())
+            .join(&self.test.name);
+        let outcome = match session::run(
+            self.layout,
+            self.model,
+            self.driver,
+            self.module,
+            self.test,
+            &dir,
+        ) {
+            Ok(outcome) => outcome,
+            Err(RunError::Interrupted(signum)) => return Err(signum),
+            Err(RunError::Failed(why)) => {
+                let result = TapResult::Fail(format!("lab: {why}"));
+                tap.result(name, &result);
+                return Ok(result);
+            }
+        };
+        let result = known::tap_result(self.model, self.driver, &self.test.name, outcome.verdict);
+        tap.result(name, &result);
+        tap.comment(&format!(
+            "  boot {} (guest uptime at init start), test {}, wall {:.1} s; logs: {}",
+            seconds(outcome.boot_secs),
+            seconds(outcome.test_secs),
+            outcome.wall.as_secs_f64(),
+            dir.display()
+        ));
+        for note in &outcome.notes {
+            tap.comment(&format!("  {note}"));
+        }
+        Ok(result)
+    }
+}
+
 /// `pvrdma-lab run`.
 fn run(options: &RunOptions) -> ExitCode {
     signals::install();
@@ -174,6 +252,11 @@ fn run(options: &RunOptions) -> ExitCode {
             eprintln!("pvrdma-lab: {why}");
             return ExitCode::from(EXIT_USAGE);
         }
+    };
+    let models = if options.models.is_empty() {
+        model::ALL.to_vec()
+    } else {
+        options.models.clone()
     };
     let drivers = if options.drivers.is_empty() {
         vec![Driver::C, Driver::Rust]
@@ -188,25 +271,44 @@ fn run(options: &RunOptions) -> ExitCode {
         return ExitCode::from(EXIT_USAGE);
     }
     let mut tap = Reporter::new(Some(&layout.results.join("summary.tap")));
-    tap.plan(drivers.len() * tests.len());
-    let qemu_version = match preflight(&layout) {
-        Ok(version) => version,
-        Err(why) => {
-            tap.bail_out(&why);
-            return ExitCode::from(EXIT_USAGE);
+    tap.plan(models.len() * drivers.len() * tests.len());
+    let mut versions = Vec::new();
+    let checked = preflight(&layout).and_then(|()| {
+        for &model in &models {
+            versions.push(qemu_version(&layout, model)?);
         }
-    };
+        Ok(())
+    });
+    if let Err(why) = checked {
+        tap.bail_out(&why);
+        return ExitCode::from(EXIT_USAGE);
+    }
     tap.comment(&format!("kernel: {}", layout.kernel_dir.display()));
-    tap.comment(&format!("qemu: {} ({qemu_version})", layout.qemu.display()));
+    for (&model, version) in models.iter().zip(&versions) {
+        tap.comment(&format!(
+            "model {}: {}: {} ({version})",
+            model.name(),
+            model.about(),
+            layout.qemu(model).display()
+        ));
+        if !model.version_matches(version) {
+            tap.comment(&format!(
+                "warning: the {} model's QEMU does not look like {} (tools/qemu/build-qemu \
+                 puts 'pvrdma-lab' in the patched build's version): results may be misattributed",
+                model.name(),
+                model.about()
+            ));
+        }
+    }
     tap.comment(&format!("results: {}", layout.results.display()));
 
     let mut stopped = false;
-    for &driver in &drivers {
-        let module = driver_module(&layout, driver);
-        for test in &tests {
-            let name = format!("{}/{}", driver.name(), test.name);
-            let module = match (&module, stopped) {
-                (_, true) => {
+    for &model in &models {
+        for &driver in &drivers {
+            let module = driver_module(&layout, driver);
+            for test in &tests {
+                let name = format!("{}/{}/{}", model.name(), driver.name(), test.name);
+                if stopped {
                     tap.result(
                         &name,
                         &TapResult::Skip(
@@ -215,41 +317,38 @@ fn run(options: &RunOptions) -> ExitCode {
                     );
                     continue;
                 }
-                (Err(result), _) => {
-                    stopped = matches!(result, TapResult::Fail(_)) && !options.keep_going;
-                    tap.result(&name, result);
-                    continue;
-                }
-                (Ok(module), false) => *module,
-            };
-            tap.comment(&format!(
-                "running {name} (limit {} s + guest overhead)",
-                test.timeout_secs
-            ));
-            let dir = layout.results.join(driver.name()).join(&test.name);
-            match session::run(&layout, driver, module, test, &dir) {
-                Ok(outcome) => {
-                    let result = known::tap_result(driver, &test.name, outcome.verdict);
-                    if matches!(result, TapResult::Fail(_)) && !options.keep_going {
-                        stopped = true;
+                let module = match &module {
+                    Err(result) => {
+                        stopped = matches!(result, TapResult::Fail(_)) && !options.keep_going;
+                        tap.result(&name, result);
+                        continue;
                     }
-                    tap.result(&name, &result);
-                    tap.comment(&format!(
-                        "  boot {} (guest uptime at init start), test {}, wall {:.1} s; logs: {}",
-                        seconds(outcome.boot_secs),
-                        seconds(outcome.test_secs),
-                        outcome.wall.as_secs_f64(),
-                        dir.display()
-                    ));
+                    Ok(module) => *module,
+                };
+                if let Some(entry) = known::not_applicable(model, &test.name) {
+                    if !options.run_not_applicable {
+                        tap.result(&name, &known::skip_result(entry));
+                        continue;
+                    }
                 }
-                Err(RunError::Interrupted(signum)) => {
-                    tap.bail_out(&format!("interrupted by signal {signum} during {name}; its QEMU and mux were killed"));
-                    tap.finish();
-                    return ExitCode::from(EXIT_INTERRUPTED);
-                }
-                Err(RunError::Failed(why)) => {
-                    stopped = !options.keep_going;
-                    tap.result(&name, &TapResult::Fail(format!("lab: {why}")));
+                let run = Run {
+                    layout: &layout,
+                    model,
+                    driver,
+                    module,
+                    test,
+                };
+                match run.report(&mut tap, &name) {
+                    Ok(result) => {
+                        stopped = matches!(result, TapResult::Fail(_)) && !options.keep_going;
+                    }
+                    Err(signum) => {
+                        tap.bail_out(&format!(
+                            "interrupted by signal {signum} during {name}; its QEMU and mux were killed"
+                        ));
+                        tap.finish();
+                        return ExitCode::from(EXIT_INTERRUPTED);
+                    }
                 }
             }
         }

@@ -15,6 +15,8 @@ pub struct Guest<'a> {
     pub bzimage: &'a Path,
     /// The guest's init script (a host path: the guest's root is the host's).
     pub init: &'a Path,
+    /// `lab.model=`: the device model's name (only recorded by the guest).
+    pub model: &'a str,
     /// `lab.driver=`.
     pub driver: &'a str,
     /// The driver module the guest loads.
@@ -68,9 +70,10 @@ impl Guest<'_> {
         Ok(format!(
             "console=ttyS0 panic=-1 root=hostroot rootfstype=9p \
              rootflags=trans=virtio,version=9p2000.L,msize=262144,cache=loose ro \
-             init={init} lab.driver={driver} lab.module={module} lab.kdir={kdir} \
+             init={init} lab.model={model} lab.driver={driver} lab.module={module} lab.kdir={kdir} \
              lab.test={test} lab.timeout={timeout}",
             init = cmdline_path(self.init)?,
+            model = self.model,
             driver = self.driver,
             module = cmdline_path(self.module)?,
             kdir = cmdline_path(self.kernel_dir)?,
@@ -179,6 +182,7 @@ mod tests {
         Guest {
             bzimage: Path::new("/k/bzImage"),
             init: Path::new("/c/tests/guest/init.sh"),
+            model: "patched",
             driver: "c",
             module: Path::new("/k/vmw_pvrdma.ko"),
             kernel_dir: Path::new("/k"),
@@ -205,7 +209,7 @@ mod tests {
         assert!(args.contains(&"pvrdma,addr=0x4.1,mad-chardev=mad0".to_string()));
         let append = g.append().unwrap();
         assert!(append.contains(" lab.test=ibv_devinfo lab.timeout=120"));
-        assert!(append.contains(" init=/c/tests/guest/init.sh "));
+        assert!(append.contains(" init=/c/tests/guest/init.sh lab.model=patched lab.driver=c "));
     }
 
     #[test]

@@ -1,6 +1,6 @@
-//! One test with one driver: a fresh mux and a fresh QEMU (the device model has
-//! no reset handler, so a guest never runs two tests), a wall-clock limit, and
-//! every log kept in `<results>/<driver>/<test>/`.
+//! One test with one driver on one device model: a fresh mux and a fresh QEMU
+//! (the device model has no reset handler, so a guest never runs two tests), a
+//! wall-clock limit, and every log kept in `<results>/<model>/<driver>/<test>/`.
 
 use std::fs::{self, File};
 use std::io::Write;
@@ -17,6 +17,7 @@ use crate::cli::Driver;
 use crate::guest_report::{self, GuestReport};
 use crate::kernel_log::Problem;
 use crate::layout::Layout;
+use crate::model::DeviceModel;
 use crate::mux::{self, MuxFiles};
 use crate::qemu::Guest;
 use crate::run_error::RunError;
@@ -42,6 +43,8 @@ pub struct Outcome {
     pub test_secs: Option<f64>,
     /// Wall-clock time from starting the mux to QEMU's end.
     pub wall: Duration,
+    /// What the test noted (measured figures, what it proved).
+    pub notes: Vec<String>,
 }
 
 /// A private directory for one test's sockets (unix socket paths are limited
@@ -108,9 +111,11 @@ fn create(path: &Path) -> Result<File, RunError> {
         .map_err(|e| RunError::Failed(format!("cannot create {}: {e}", path.display())))
 }
 
-/// Runs `test` with `driver` (whose module is `module`); results go to `dir`.
+/// Runs `test` on `model` with `driver` (whose module is `module`); results go
+/// to `dir`.
 pub fn run(
     layout: &Layout,
+    model: DeviceModel,
     driver: Driver,
     module: &Path,
     test: &GuestTest,
@@ -122,6 +127,7 @@ pub fn run(
         boot_secs: report.and_then(|r| r.boot_secs),
         test_secs: report.and_then(|r| r.test_secs),
         wall: started.elapsed(),
+        notes: report.map(|r| r.notes.clone()).unwrap_or_default(),
     };
     let lab_failure = |e: RunError| -> Result<Outcome, RunError> {
         match e {
@@ -163,6 +169,7 @@ pub fn run(
     let guest = Guest {
         bzimage: &layout.bzimage,
         init: &layout.init,
+        model: model.name(),
         driver: driver.name(),
         module,
         kernel_dir: &layout.kernel_dir,
@@ -175,7 +182,8 @@ pub fn run(
         verbs_log: &verbs_log,
     };
     let limit_secs = test.timeout_secs + GUEST_OVERHEAD_SECS;
-    let qemu_end = match start_and_wait(&guest, layout, dir, limit_secs, &mut mux) {
+    let qemu = layout.qemu(model);
+    let qemu_end = match start_and_wait(&guest, qemu, &layout.mux, dir, limit_secs, &mut mux) {
         Ok(end) => end,
         Err(e) => return lab_failure(e),
     };
@@ -200,18 +208,19 @@ pub fn run(
 /// that died under it.
 fn start_and_wait(
     guest: &Guest,
-    layout: &Layout,
+    qemu_binary: &Path,
+    mux_binary: &Path,
     dir: &Path,
     limit_secs: u64,
     mux: &mut Guard,
 ) -> Result<(QemuEnd, Option<String>), RunError> {
-    let mut command = guest.command(&layout.qemu).map_err(RunError::Failed)?;
-    let line = guest.shell_line(&layout.qemu).map_err(RunError::Failed)?;
+    let mut command = guest.command(qemu_binary).map_err(RunError::Failed)?;
+    let line = guest.shell_line(qemu_binary).map_err(RunError::Failed)?;
     fs::write(
         dir.join("qemu-command.sh"),
         format!(
             "#!/bin/sh\n# start {} first\n{line}\n",
-            layout.mux.display()
+            mux_binary.display()
         ),
     )
     .map_err(|e| RunError::Failed(format!("cannot write qemu-command.sh: {e}")))?;
@@ -220,7 +229,7 @@ fn start_and_wait(
         .stdout(create(&dir.join("console.log"))?)
         .stderr(create(&dir.join("qemu.log"))?);
     let mut qemu = child::spawn("qemu", &mut command)
-        .map_err(|e| RunError::Failed(format!("cannot start {}: {e}", layout.qemu.display())))?;
+        .map_err(|e| RunError::Failed(format!("cannot start {}: {e}", qemu_binary.display())))?;
 
     let deadline = Instant::now() + Duration::from_secs(limit_secs);
     let mut mux_failure = None;

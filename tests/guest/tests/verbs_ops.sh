@@ -12,3 +12,4 @@ status=$?
 cat "$log"
 [ "$status" -eq 0 ] || lab_fail "verbs_ops exited with status $status: $(grep -m 1 '^FAIL' "$log")"
 lab_expect "$log" "^all checks passed\$" verbs_ops
+lab_summary "verbs_ops: $(grep -c '^ok: ' "$log") checks passed ($(grep '^ok: ' "$log" | cut -c 5- | cut -d: -f1 | tr '\n' ';' | sed 's/;$//; s/;/; /g'))"

@@ -1,0 +1,96 @@
+#!/bin/sh
+# lab-about: 20 cycles of rmmod / insmod of the driver under test, each waiting for the device, port 1 ACTIVE and the GID of 192.0.2.1, then ibv_devinfo -v (PORT_ACTIVE, GID); no oops, WARN, BUG or lockdep report in dmesg during the cycles, no kmemleak object after them
+# lab-timeout: 900
+. "$LAB_DIR/lib.sh"
+
+# init.sh loaded the driver (and its dependencies, which stay loaded: only
+# the driver itself is cycled) and waited for its device. Each cycle unloads
+# it, checks that the device is gone, loads it again and checks the device
+# as ibv_devinfo does. The runner fails the test on any kernel report in the
+# whole dmesg and on kmemleak's report after the final rmmod; this script
+# checks dmesg after every cycle to say which cycle broke, and scans
+# kmemleak itself after the last one (leaks of the cycles' remove paths).
+
+cycles=${LAB_CYCLES:-20}
+[ -r "$LAB_MODULE" ] || lab_fail "LAB_MODULE '$LAB_MODULE' is not a readable module (init.sh exports it)"
+[ -n "$LAB_MODULE_NAME" ] || lab_fail "LAB_MODULE_NAME is not set (init.sh exports it)"
+gid=$(lab_ipv4_gid "$LAB_IP")
+
+# Kernel messages that report trouble, at the start of a message (after the
+# timestamp), as tools/pvrdma-lab/src/kernel_log.rs reads them.
+report='^\[ *[0-9.]+\] (Oops|BUG:|kernel BUG at|WARNING:|-+\[ cut here \]|INFO: |KASAN:|UBSAN:|Call Trace:|general protection fault|Kernel panic|.*possible circular locking|.*inconsistent lock state|.*suspicious RCU usage|.*suspected memory leak|.*list_(add|del) corruption)'
+
+# since TIME: the kernel messages stamped after TIME (seconds), from dmesg
+# (by time, not by line: the ring buffer may wrap during the cycles, and it is
+# not cleared, since the runner reads it all at the end).
+since() {
+	dmesg 2>&1 | awk -v t="$1" '{
+		s = $0
+		if (sub(/^\[ */, "", s) && split(s, a, "]") > 1 && a[1] + 0 > t + 0) print
+	}'
+}
+
+# check_dmesg WHEN: fails if the kernel reported trouble since the last check.
+checked=0
+check_dmesg() {
+	now=$(cut -d' ' -f1 /proc/uptime)
+	new=$(since "$checked" | grep -m 1 -E "$report")
+	[ -z "$new" ] || lab_fail "$1: kernel report in dmesg: $new"
+	checked=$now
+}
+
+# now_ms: guest uptime in milliseconds.
+now_ms() {
+	awk '{ printf "%d\n", $1 * 1000 }' /proc/uptime
+}
+
+unload_total=0
+load_total=0
+i=1
+while [ "$i" -le "$cycles" ]; do
+	t0=$(now_ms)
+	out=$LAB_RESULTS/cycle-rmmod.txt
+	timeout 60 rmmod "$LAB_MODULE_NAME" >"$out" 2>&1
+	lab_check_exit "cycle $i: rmmod $LAB_MODULE_NAME" $? "$out" 60
+	if grep -q "^$LAB_MODULE_NAME " /proc/modules; then
+		lab_fail "cycle $i: $LAB_MODULE_NAME still in /proc/modules after rmmod"
+	fi
+	left=$(lab_first_device)
+	[ -z "$left" ] || lab_fail "cycle $i: RDMA device $left still exists after rmmod $LAB_MODULE_NAME"
+	t1=$(now_ms)
+
+	out=$LAB_RESULTS/cycle-insmod.txt
+	timeout 60 insmod "$LAB_MODULE" >"$out" 2>&1
+	lab_check_exit "cycle $i: insmod $LAB_MODULE" $? "$out" 60
+	lab_wait_device 60 || lab_fail "cycle $i: $LAB_WAIT_FAILURE"
+	t2=$(now_ms)
+
+	out=$LAB_RESULTS/cycle-devinfo.txt
+	timeout 60 ibv_devinfo -v -d "$LAB_DEV" >"$out" 2>&1
+	lab_check_exit "cycle $i: ibv_devinfo -v -d $LAB_DEV" $? "$out" 60
+	lab_expect "$out" "^hca_id:[[:space:]]+$LAB_DEV\$" "cycle $i: device"
+	lab_expect "$out" "^[[:space:]]+state:[[:space:]]+PORT_ACTIVE \(4\)\$" "cycle $i: port state"
+	lab_expect "$out" "^[[:space:]]+GID\[ *$LAB_GID_INDEX\]:[[:space:]]+$gid, RoCE v1\$" "cycle $i: GID of $LAB_IP"
+	check_dmesg "cycle $i"
+
+	unload_total=$((unload_total + t1 - t0))
+	load_total=$((load_total + t2 - t1))
+	lab_note "cycle $i: ok ($LAB_DEV, GID index $LAB_GID_INDEX; rmmod $((t1 - t0)) ms, insmod to ACTIVE + GID $((t2 - t1)) ms)"
+	i=$((i + 1))
+done
+
+# kmemleak reports an object once it was unreferenced in two scans and is old
+# enough (5 s); the first scan takes longer than that under TCG.
+leaks=none
+if [ -w /sys/kernel/debug/kmemleak ]; then
+	echo scan >/sys/kernel/debug/kmemleak
+	echo scan >/sys/kernel/debug/kmemleak
+	cat /sys/kernel/debug/kmemleak >"$LAB_RESULTS/cycles-kmemleak.txt" 2>&1
+	n=$(grep -c "unreferenced object" "$LAB_RESULTS/cycles-kmemleak.txt")
+	[ "$n" -eq 0 ] || lab_fail "kmemleak: $n unreferenced object(s) after $cycles cycles: $(lab_tail "$LAB_RESULTS/cycles-kmemleak.txt")"
+	leaks=0
+else
+	lab_note "no kmemleak in this kernel: leaks not checked here"
+fi
+check_dmesg "after $cycles cycles"
+lab_summary "$cycles rmmod/insmod/ibv_devinfo cycles of $LAB_MODULE_NAME: no kernel report, kmemleak objects: $leaks; mean rmmod $((unload_total / cycles)) ms, insmod to ACTIVE + GID $((load_total / cycles)) ms"
