@@ -44,7 +44,7 @@ comma := ,
 QEMU_FOR_LAB := $(if $(call uses_patched,$(LAB_MODELS)),qemu)
 QEMU_FOR_CHECK := $(if $(call uses_patched,$(MODELS)),qemu)
 
-.PHONY: all deps kernel qemu tools module module-clippy unit lab check fmt clean
+.PHONY: all deps kernel qemu tools module module-clippy unit lab check bench fmt clean
 
 all: kernel qemu tools module
 
@@ -94,6 +94,13 @@ lab: kernel tools module $(QEMU_FOR_LAB)
 # All tests: host unit tests, then every lab test on every device model and driver.
 check: kernel tools module $(QEMU_FOR_CHECK)
 	@$(TOP)/tools/lab/check --kernel $(KDIR_FILE)/ --models "$(MODELS)" --drivers "$(DRIVERS)" --tests "$(TESTS)" --results $(RESULTS)
+
+# The Rust driver against the C driver, same run, same device model: perftest
+# and the control path of verbs_resources, medians over BENCH_REPS repetitions.
+BENCH_REPS ?= 3
+BENCH_MODEL ?= patched
+bench: kernel tools module $(if $(filter patched,$(BENCH_MODEL)),qemu)
+	@$(TOP)/tools/lab/bench --reps $(BENCH_REPS) --model $(BENCH_MODEL) --results $(RESULTS)/bench --kernel $(KDIR_FILE)/
 
 fmt:
 	cd $(TOP)/tools && $(CARGO) fmt --all

@@ -317,3 +317,18 @@ fn cq_overflow_is_an_error_not_corruption() {
     drop(buf);
     destroy_all(&[qp], ctx);
 }
+
+#[test]
+fn qp_numbers_are_reused() {
+    // rdma-core's vmw_pvrdma provider and Linux's C driver index tables of max_qp entries with
+    // the QP number: after many QPs came and went, numbers must still be small. (Other tests
+    // run in parallel and hold a few QPs of their own, hence the margin.)
+    let s = side();
+    for _ in 0..2000 {
+        let qp = create_qp(s.pd, IBV_QPT_RC, s.cq, s.cq, null_mut());
+        assert!(qpn(qp) < 0x11 + 512, "QP number {:#x} not reused", qpn(qp));
+        // SAFETY: verbs called the C way, on a QP this test owns.
+        assert_eq!(unsafe { ibv_destroy_qp(qp) }, 0);
+    }
+    destroy_all(&[], s.ctx);
+}
