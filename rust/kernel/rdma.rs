@@ -21,6 +21,7 @@
 mod attr;
 mod cq;
 mod device;
+mod event;
 mod mr;
 mod objects;
 mod ops;

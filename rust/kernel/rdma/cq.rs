@@ -90,20 +90,17 @@ impl<T: Operations> Cq<T> {
             return false;
         }
         let cq = self.as_raw();
-        // SAFETY: All-zeroes is a valid `ib_event`.
-        let mut ev: bindings::ib_event = unsafe { core::mem::zeroed() };
-        // SAFETY: The CQ is live; its handler and context are fixed while it lives, and the
-        // handler may be called from any context.
+        // SAFETY: The object is live (type invariant); its device, handler and context are fixed
+        // while it lives, and the element names it.
         unsafe {
-            ev.device = (*cq).device;
-            ev.element.cq = cq;
-            ev.event = event;
-            match (*cq).event_handler {
-                Some(handler) => handler(&mut ev, (*cq).cq_context),
-                None => return false,
-            }
+            super::event::deliver(
+                (*cq).device,
+                (*cq).event_handler,
+                (*cq).cq_context,
+                event,
+                |e| e.cq = cq,
+            )
         }
-        true
     }
 }
 

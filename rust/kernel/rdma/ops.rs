@@ -326,6 +326,32 @@ pub trait Operations: Send + Sync + Sized + 'static {
     }
 }
 
+/// Points `*bad_wr` at element `index` of the chain of work requests starting at `first`
+/// (linked by `next`), or at NULL past its end.
+///
+/// # Safety
+///
+/// `first` must be NULL or a valid chain, `next` must return an element's link, and `bad_wr`
+/// must be NULL or valid for writes.
+unsafe fn report_bad_wr<W>(
+    first: *const W,
+    index: usize,
+    bad_wr: *mut *const W,
+    next: impl Fn(*const W) -> *const W,
+) {
+    let mut bad = first;
+    for _ in 0..index {
+        if bad.is_null() {
+            break;
+        }
+        bad = next(bad);
+    }
+    if !bad_wr.is_null() {
+        // SAFETY: Guaranteed by the caller.
+        unsafe { *bad_wr = bad };
+    }
+}
+
 /// The operations table of driver `T`, for `ib_set_device_ops()`, with `owner` set to `module`.
 pub(super) fn build_ops<T: Operations>(module: &'static ThisModule) -> bindings::ib_device_ops {
     let mut ops = Adapter::<T>::OPS;
@@ -983,18 +1009,9 @@ impl<T: Operations> Adapter<T> {
         match T::post_send(dev, qp, wrs) {
             Ok(()) => 0,
             Err(PostError { error, index }) => {
-                let mut bad = wr;
-                for _ in 0..index {
-                    if bad.is_null() {
-                        break;
-                    }
-                    // SAFETY: `bad` is an element of the valid chain.
-                    bad = unsafe { (*bad).next };
-                }
-                if !bad_wr.is_null() {
-                    // SAFETY: The core passes `bad_wr` valid for writes.
-                    unsafe { *bad_wr = bad };
-                }
+                // SAFETY: `wr` is the valid chain of this post, `bad_wr` is valid for writes or
+                // NULL, and `next` reads an element's link.
+                unsafe { report_bad_wr(wr, index, bad_wr, |w| (*w).next) };
                 error.to_errno()
             }
         }
@@ -1021,18 +1038,9 @@ impl<T: Operations> Adapter<T> {
         match T::post_recv(dev, qp, wrs) {
             Ok(()) => 0,
             Err(PostError { error, index }) => {
-                let mut bad = wr;
-                for _ in 0..index {
-                    if bad.is_null() {
-                        break;
-                    }
-                    // SAFETY: `bad` is an element of the valid chain.
-                    bad = unsafe { (*bad).next };
-                }
-                if !bad_wr.is_null() {
-                    // SAFETY: The core passes `bad_wr` valid for writes.
-                    unsafe { *bad_wr = bad };
-                }
+                // SAFETY: `wr` is the valid chain of this post, `bad_wr` is valid for writes or
+                // NULL, and `next` reads an element's link.
+                unsafe { report_bad_wr(wr, index, bad_wr, |w| (*w).next) };
                 error.to_errno()
             }
         }

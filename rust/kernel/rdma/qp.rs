@@ -499,18 +499,16 @@ impl<T: Operations> Qp<T> {
             return false;
         }
         let qp = self.as_raw();
-        // SAFETY: All-zeroes is a valid `ib_event`.
-        let mut ev: bindings::ib_event = unsafe { core::mem::zeroed() };
-        // SAFETY: The QP is live; its handler and context are fixed while it lives.
+        // SAFETY: The object is live (type invariant); its device, handler and context are fixed
+        // while it lives, and the element names it.
         unsafe {
-            ev.device = (*qp).device;
-            ev.element.qp = qp;
-            ev.event = event;
-            match (*qp).event_handler {
-                Some(handler) => handler(&mut ev, (*qp).qp_context),
-                None => return false,
-            }
+            super::event::deliver(
+                (*qp).device,
+                (*qp).event_handler,
+                (*qp).qp_context,
+                event,
+                |e| e.qp = qp,
+            )
         }
-        true
     }
 }

@@ -76,18 +76,16 @@ impl<T: Operations> Srq<T> {
             return false;
         }
         let srq = self.as_raw();
-        // SAFETY: All-zeroes is a valid `ib_event`.
-        let mut ev: bindings::ib_event = unsafe { core::mem::zeroed() };
-        // SAFETY: The SRQ is live; its handler and context are fixed while it lives.
+        // SAFETY: The object is live (type invariant); its device, handler and context are fixed
+        // while it lives, and the element names it.
         unsafe {
-            ev.device = (*srq).device;
-            ev.element.srq = srq;
-            ev.event = event;
-            match (*srq).event_handler {
-                Some(handler) => handler(&mut ev, (*srq).srq_context),
-                None => return false,
-            }
+            super::event::deliver(
+                (*srq).device,
+                (*srq).event_handler,
+                (*srq).srq_context,
+                event,
+                |e| e.srq = srq,
+            )
         }
-        true
     }
 }

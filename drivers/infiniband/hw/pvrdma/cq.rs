@@ -148,17 +148,12 @@ pub(crate) fn destroy(dev: &rdma::Device<IbDev>, cq: Cq) {
         cq_handle: cq.handle,
         ..Default::default()
     };
-    if let Err(e) = dev
-        .hw
-        .command::<_, crate::abi::RespNoop>(opcode_verbs::DESTROY_CQ, &cmd)
-    {
-        pr_warn!(
-            "{}: could not destroy CQ {}: {:?}\n",
-            dev.hw.pdev.name(),
-            cq.handle,
-            e
-        );
-    }
+    dev.hw.destroy_object::<_, crate::abi::RespNoop>(
+        opcode_verbs::DESTROY_CQ,
+        &cmd,
+        "CQ",
+        cq.handle,
+    );
     dev.counts.cqs.release();
     drop(cq);
 }

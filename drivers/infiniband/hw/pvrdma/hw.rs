@@ -219,6 +219,27 @@ impl Hw {
         self.cmd.run(&self.regs, code, body)
     }
 
+    /// Runs the command that destroys the object `what` (with device handle `handle`) in the
+    /// device. A refusal is logged, not returned: for the RDMA core the object is gone either
+    /// way, and its memory is freed after this returns.
+    pub(crate) fn destroy_object<C: AsBytes, R: FromBytes>(
+        &self,
+        code: (u32, u32),
+        cmd: &C,
+        what: &str,
+        handle: u32,
+    ) {
+        if let Err(e) = self.command::<C, R>(code, cmd) {
+            pr_warn!(
+                "{}: could not destroy {} {}: {:?}\n",
+                self.pdev.name(),
+                what,
+                handle,
+                e
+            );
+        }
+    }
+
     /// Consumes the async event ring, calling `f` for every event.
     pub(crate) fn drain_async_events(&self, mut f: impl FnMut(Eqe)) {
         loop {

@@ -130,13 +130,8 @@ impl IbDev {
             ctx_handle,
             ..Default::default()
         };
-        if let Err(e) = self.hw.command::<_, RespNoop>(opcode::DESTROY_UC, &cmd) {
-            pr_warn!(
-                "{}: destroying a user context failed: {:?}\n",
-                self.hw.pdev.name(),
-                e
-            );
-        }
+        self.hw
+            .destroy_object::<_, RespNoop>(opcode::DESTROY_UC, &cmd, "user context", ctx_handle);
     }
 
     fn destroy_pd(&self, pd_handle: u32) {
@@ -144,9 +139,8 @@ impl IbDev {
             pd_handle,
             ..Default::default()
         };
-        if let Err(e) = self.hw.command::<_, RespNoop>(opcode::DESTROY_PD, &cmd) {
-            pr_warn!("{}: destroying a PD failed: {:?}\n", self.hw.pdev.name(), e);
-        }
+        self.hw
+            .destroy_object::<_, RespNoop>(opcode::DESTROY_PD, &cmd, "PD", pd_handle);
         self.counts.pds.release();
     }
 }

@@ -47,6 +47,20 @@ pub(crate) struct Mr {
     memory: MrMemory,
 }
 
+/// The MR the device created (`resp`), keeping `memory` alive, and its keys.
+fn created(resp: &RespCreateMr, memory: MrMemory) -> (Mr, MrKeys) {
+    (
+        Mr {
+            handle: resp.mr_handle,
+            memory,
+        },
+        MrKeys {
+            lkey: resp.lkey,
+            rkey: resp.rkey,
+        },
+    )
+}
+
 /// Registers user memory (see [`rdma::Operations::reg_user_mr`]).
 pub(crate) fn reg_user(
     dev: &rdma::Device<IbDev>,
@@ -77,17 +91,11 @@ pub(crate) fn reg_user(
     };
     let resp: RespCreateMr = dev.hw.command(opcode_verbs::CREATE_MR, &cmd)?;
     reservation.keep();
-    Ok((
-        Mr {
-            handle: resp.mr_handle,
-            memory: MrMemory::User {
-                _pdir: pdir,
-                _umem: umem,
-            },
-        },
-        MrKeys {
-            lkey: resp.lkey,
-            rkey: resp.rkey,
+    Ok(created(
+        &resp,
+        MrMemory::User {
+            _pdir: pdir,
+            _umem: umem,
         },
     ))
 }
@@ -107,16 +115,7 @@ pub(crate) fn get_dma(
     };
     let resp: RespCreateMr = dev.hw.command(opcode_verbs::CREATE_MR, &cmd)?;
     reservation.keep();
-    Ok((
-        Mr {
-            handle: resp.mr_handle,
-            memory: MrMemory::Dma,
-        },
-        MrKeys {
-            lkey: resp.lkey,
-            rkey: resp.rkey,
-        },
-    ))
+    Ok(created(&resp, MrMemory::Dma))
 }
 
 /// Deregisters an MR: the device forgets it, then the memory is unpinned.
@@ -125,17 +124,12 @@ pub(crate) fn dereg(dev: &rdma::Device<IbDev>, mr: Mr) {
         mr_handle: mr.handle,
         ..Default::default()
     };
-    if let Err(e) = dev
-        .hw
-        .command::<_, crate::abi::RespNoop>(opcode_verbs::DESTROY_MR, &cmd)
-    {
-        pr_warn!(
-            "{}: could not destroy MR {}: {:?}\n",
-            dev.hw.pdev.name(),
-            mr.handle,
-            e
-        );
-    }
+    dev.hw.destroy_object::<_, crate::abi::RespNoop>(
+        opcode_verbs::DESTROY_MR,
+        &cmd,
+        "MR",
+        mr.handle,
+    );
     dev.counts.mrs.release();
     drop(mr);
 }
@@ -170,16 +164,7 @@ pub(crate) fn alloc(
     };
     let resp: RespCreateMr = dev.hw.command(opcode_verbs::CREATE_MR, &cmd)?;
     reservation.keep();
-    Ok((
-        Mr {
-            handle: resp.mr_handle,
-            memory: MrMemory::FastReg { pdir, list },
-        },
-        MrKeys {
-            lkey: resp.lkey,
-            rkey: resp.rkey,
-        },
-    ))
+    Ok(created(&resp, MrMemory::FastReg { pdir, list }))
 }
 
 /// Forgets the page list of a fast-register MR (`map_mr_sg` starts).

@@ -314,17 +314,8 @@ pub(crate) fn destroy(dev: &rdma::Device<IbDev>, qp: Qp) {
         qp_handle: qp.handle,
         ..Default::default()
     };
-    if let Err(e) = dev
-        .hw
-        .command::<_, RespDestroyQp>(opcode_verbs::DESTROY_QP, &cmd)
-    {
-        pr_warn!(
-            "{}: could not destroy QP {}: {:?}\n",
-            dev.hw.pdev.name(),
-            qp.handle,
-            e
-        );
-    }
+    dev.hw
+        .destroy_object::<_, RespDestroyQp>(opcode_verbs::DESTROY_QP, &cmd, "QP", qp.handle);
     // The device produces no more completions for the QP: drop those not polled yet.
     if matches!(qp.rings, QpRings::Kernel { .. }) {
         let (send, recv) = qp.cqs;
@@ -453,6 +444,35 @@ pub(crate) fn query(
     Ok(q)
 }
 
+/// A post refused before its first work request.
+fn refused(error: Error) -> PostError {
+    PostError { error, index: 0 }
+}
+
+/// Writes one entry per work request into `queue` (with `push`) until one fails, then rings the
+/// QP's doorbell once with `doorbell`, so the device sees every entry written before the failure.
+fn post_all<W>(
+    dev: &rdma::Device<IbDev>,
+    qp: &Qp,
+    doorbell: u32,
+    pdir: &PageDir,
+    queue: &SpinLockIrq<WorkQueue>,
+    wrs: impl Iterator<Item = W>,
+    mut push: impl FnMut(&mut WorkQueue, &PageDir, &W) -> Result,
+) -> core::result::Result<(), PostError> {
+    let mut ring = queue.lock();
+    let mut result = Ok(());
+    for (index, wr) in wrs.enumerate() {
+        if let Err(error) = push(&mut ring, pdir, &wr) {
+            result = Err(PostError { error, index });
+            break;
+        }
+    }
+    drop(ring);
+    dev.hw.ring_qp_doorbell(doorbell | qp.handle);
+    result
+}
+
 /// Posts send work requests to a kernel QP (see [`rdma::Operations::post_send`]).
 pub(crate) fn post_send(
     dev: &rdma::Device<IbDev>,
@@ -460,30 +480,17 @@ pub(crate) fn post_send(
     wrs: SendWrs<'_, IbDev>,
 ) -> core::result::Result<(), PostError> {
     let QpRings::Kernel { pdir, sq, .. } = &qp.rings else {
-        return Err(PostError {
-            error: EINVAL,
-            index: 0,
-        });
+        return Err(refused(EINVAL));
     };
     // Below RTS a send can only fail; from RTS on the device judges.
     let state = qp.state.load(Ordering::Relaxed);
     if !(qp_state::RTS..=qp_state::ERR).contains(&state) {
-        return Err(PostError {
-            error: EINVAL,
-            index: 0,
-        });
+        return Err(refused(EINVAL));
     }
-    let mut ring = sq.lock();
-    let mut result = Ok(());
-    for (index, wr) in wrs.enumerate() {
-        if let Err(error) = send_wqe(qp, &wr).and_then(|hdr| ring.push(pdir, &hdr, wr.sges())) {
-            result = Err(PostError { error, index });
-            break;
-        }
-    }
-    drop(ring);
-    dev.hw.ring_qp_doorbell(UAR_QP_SEND | qp.handle);
-    result
+    post_all(dev, qp, UAR_QP_SEND, pdir, sq, wrs, |ring, pdir, wr| {
+        let hdr = send_wqe(qp, wr)?;
+        ring.push(pdir, &hdr, wr.sges())
+    })
 }
 
 /// Builds the device's send WQE header for `wr`.
@@ -566,36 +573,17 @@ pub(crate) fn post_recv(
         pdir, rq: Some(rq), ..
     } = &qp.rings
     else {
-        return Err(PostError {
-            error: EINVAL,
-            index: 0,
-        });
+        return Err(refused(EINVAL));
     };
     if qp.state.load(Ordering::Relaxed) == qp_state::RESET {
-        return Err(PostError {
-            error: EINVAL,
-            index: 0,
-        });
+        return Err(refused(EINVAL));
     }
-    let mut ring = rq.lock();
-    let mut result = Ok(());
-    for (index, wr) in wrs.enumerate() {
-        let pushed = u32::try_from(wr.num_sge())
-            .map_err(|_| EINVAL)
-            .and_then(|num_sge| {
-                let hdr = RqWqeHdr {
-                    wr_id: wr.wr_id(),
-                    num_sge,
-                    total_len: 0,
-                };
-                ring.push(pdir, &hdr, wr.sges())
-            });
-        if let Err(error) = pushed {
-            result = Err(PostError { error, index });
-            break;
-        }
-    }
-    drop(ring);
-    dev.hw.ring_qp_doorbell(UAR_QP_RECV | qp.handle);
-    result
+    post_all(dev, qp, UAR_QP_RECV, pdir, rq, wrs, |ring, pdir, wr| {
+        let hdr = RqWqeHdr {
+            wr_id: wr.wr_id(),
+            num_sge: u32::try_from(wr.num_sge()).map_err(|_| EINVAL)?,
+            total_len: 0,
+        };
+        ring.push(pdir, &hdr, wr.sges())
+    })
 }

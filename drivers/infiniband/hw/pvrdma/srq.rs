@@ -125,17 +125,12 @@ pub(crate) fn destroy(dev: &rdma::Device<IbDev>, srq: Srq) {
         srq_handle: srq.handle,
         ..Default::default()
     };
-    if let Err(e) = dev
-        .hw
-        .command::<_, crate::abi::RespNoop>(opcode_verbs::DESTROY_SRQ, &cmd)
-    {
-        pr_warn!(
-            "{}: could not destroy SRQ {}: {:?}\n",
-            dev.hw.pdev.name(),
-            srq.handle,
-            e
-        );
-    }
+    dev.hw.destroy_object::<_, crate::abi::RespNoop>(
+        opcode_verbs::DESTROY_SRQ,
+        &cmd,
+        "SRQ",
+        srq.handle,
+    );
     dev.counts.srqs.release();
     drop(srq);
 }
