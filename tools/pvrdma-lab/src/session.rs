@@ -20,6 +20,7 @@ use crate::layout::Layout;
 use crate::model::DeviceModel;
 use crate::mux::{self, MuxFiles};
 use crate::qemu::Guest;
+use crate::reference_bugs;
 use crate::run_error::RunError;
 use crate::signals;
 use crate::verdict::{self, Evidence, QemuEnd, Verdict};
@@ -45,6 +46,8 @@ pub struct Outcome {
     pub wall: Duration,
     /// What the test noted (measured figures, what it proved).
     pub notes: Vec<String>,
+    /// A known bug of the reference C driver whose kernel report was set aside.
+    pub reference_bug: Option<&'static reference_bugs::ReferenceBug>,
 }
 
 /// A private directory for one test's sockets (unix socket paths are limited
@@ -128,6 +131,7 @@ pub fn run(
         test_secs: report.and_then(|r| r.test_secs),
         wall: started.elapsed(),
         notes: report.map(|r| r.notes.clone()).unwrap_or_default(),
+        reference_bug: None,
     };
     let lab_failure = |e: RunError| -> Result<Outcome, RunError> {
         match e {
@@ -200,8 +204,17 @@ pub fn run(
     };
     let problems = verdict::kernel_problems(&evidence);
     write_problems(&dir.join("kernel-problems.txt"), &problems);
-    let verdict = verdict::judge(&evidence, &problems);
-    Ok(outcome(verdict, Some(&report)))
+    let dmesg = report.dmesg.as_deref().unwrap_or("");
+    let reference_bug = reference_bugs::excuse(driver, &problems, dmesg);
+    let judged = if reference_bug.is_some() {
+        &[][..]
+    } else {
+        &problems[..]
+    };
+    let verdict = verdict::judge(&evidence, judged);
+    let mut result = outcome(verdict, Some(&report));
+    result.reference_bug = reference_bug;
+    Ok(result)
 }
 
 /// Starts QEMU and waits until it exits or its time is up; also reports a mux
