@@ -135,6 +135,17 @@ pub struct SendWr<'a, T: Operations> {
 }
 
 impl<'a, T: Operations> SendWr<'a, T> {
+    /// The container struct `C` (`ib_rdma_wr`, `ib_ud_wr`, ...) whose head the request is.
+    ///
+    /// # Safety
+    ///
+    /// The opcode and the QP's type must say that the consumer embedded the request in a `C`
+    /// (the type invariant then guarantees it did).
+    unsafe fn container<C>(&self) -> &'a C {
+        // SAFETY: Guaranteed by the caller: the request is the first field of a live `C`.
+        unsafe { &*(self.raw as *const bindings::ib_send_wr).cast::<C>() }
+    }
+
     /// The ID reported in the completion.
     pub fn wr_id(&self) -> u64 {
         // SAFETY: Both union members are 64-bit values; reading the integer is always valid.
@@ -175,8 +186,7 @@ impl<'a, T: Operations> SendWr<'a, T> {
             return None;
         }
         // SAFETY: By the type invariant an RDMA work request is the head of an `ib_rdma_wr`.
-        let r =
-            unsafe { &*(self.raw as *const bindings::ib_send_wr).cast::<bindings::ib_rdma_wr>() };
+        let r: &bindings::ib_rdma_wr = unsafe { self.container() };
         Some(RdmaFields {
             remote_addr: r.remote_addr,
             rkey: r.rkey,
@@ -191,8 +201,7 @@ impl<'a, T: Operations> SendWr<'a, T> {
         }
         // SAFETY: By the type invariant an atomic work request is the head of an
         // `ib_atomic_wr`.
-        let a =
-            unsafe { &*(self.raw as *const bindings::ib_send_wr).cast::<bindings::ib_atomic_wr>() };
+        let a: &bindings::ib_atomic_wr = unsafe { self.container() };
         Some(AtomicFields {
             remote_addr: a.remote_addr,
             compare_add: a.compare_add,
@@ -208,7 +217,7 @@ impl<'a, T: Operations> SendWr<'a, T> {
         }
         // SAFETY: By the type invariant a work request of a datagram QP is the head of an
         // `ib_ud_wr`.
-        let u = unsafe { &*(self.raw as *const bindings::ib_send_wr).cast::<bindings::ib_ud_wr>() };
+        let u: &bindings::ib_ud_wr = unsafe { self.container() };
         if u.ah.is_null() {
             return None;
         }
@@ -227,8 +236,7 @@ impl<'a, T: Operations> SendWr<'a, T> {
             return None;
         }
         // SAFETY: By the type invariant a REG_MR work request is the head of an `ib_reg_wr`.
-        let r =
-            unsafe { &*(self.raw as *const bindings::ib_send_wr).cast::<bindings::ib_reg_wr>() };
+        let r: &bindings::ib_reg_wr = unsafe { self.container() };
         if r.mr.is_null() {
             return None;
         }
