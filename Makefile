@@ -9,6 +9,9 @@
 #   make qemu     the patched QEMU (tools/qemu/build-qemu; cached)
 #
 # Selection: make check MODELS=patched DRIVERS=c TESTS=ibv_rc_pingpong,ibv_devinfo
+#   KERNEL   6.12 (default; the Rust driver from tools/lab/legacy-6.12) or 7.3
+#            (trixie-backports' Linux 7.3; rust/ and drivers/, being ported:
+#            DRIVERS defaults to c there until the port is complete)
 #   MODELS   patched (QEMU 7.2 + tools/qemu/patches) and/or stock (Debian's QEMU 7.2)
 #   DRIVERS  c (vmw_pvrdma) and/or rust (pvrdma)
 #   TESTS    names from `tools/target/release/pvrdma-lab list`; empty: all
@@ -25,9 +28,20 @@ SHELL := /bin/bash
 TOP := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 PVRDMA_CACHE ?= $(HOME)/.cache/pvrdma-rs
 export PVRDMA_CACHE
+KERNEL ?= 6.12
+export PVRDMA_KERNEL := $(KERNEL)
 
 MODELS ?= patched,stock
+ifeq ($(KERNEL),6.12)
 DRIVERS ?= c,rust
+# The Rust driver as it builds on 6.12 (its own Kbuild there).
+MODULE_DIR := $(TOP)/tools/lab/legacy-6.12
+RUST_MODULE := $(MODULE_DIR)/pvrdma/pvrdma.ko
+else
+DRIVERS ?= c
+MODULE_DIR := $(TOP)
+RUST_MODULE := $(TOP)/drivers/infiniband/hw/pvrdma/pvrdma.ko
+endif
 TESTS ?=
 LAB_TESTS ?= ibv_rc_pingpong,rping
 LAB_MODELS ?= $(MODELS)
@@ -35,7 +49,7 @@ RESULTS ?= $(TOP)/results
 
 CARGO ?= cargo
 LAB := $(TOP)/tools/target/release/pvrdma-lab
-KDIR_FILE := $(PVRDMA_CACHE)/kernel/current
+KDIR_FILE := $(PVRDMA_CACHE)/kernel/current$(if $(filter-out 6.12,$(KERNEL)),-$(KERNEL))
 
 # The patched QEMU is built only when a run uses it (an empty MODELS means
 # every model).
@@ -67,20 +81,24 @@ tools: deps
 # The Rust driver module, built against the cached test kernel. A Rust module
 # must be rebuilt whenever the kernel (its `kernel` crate) was: Kbuild does not
 # track that for external modules, so a stamp of the kernel build forces it.
-MODULE_STAMP := $(TOP)/drivers/infiniband/hw/pvrdma/.kernel-stamp
+# Runs that test only the C driver do not build it.
+MODULE_STAMP := $(dir $(RUST_MODULE)).kernel-stamp
+RUST_DRIVER_USED = $(filter rust,$(subst $(comma), ,$(DRIVERS)))
 module: kernel
-	@if [ -f $(TOP)/Kbuild ] && [ -d $(TOP)/drivers/infiniband/hw/pvrdma ]; then \
-		echo "== driver module"; \
+	@if [ -z "$(RUST_DRIVER_USED)" ]; then \
+		echo "== driver module: not built (DRIVERS=$(DRIVERS))"; \
+	else \
+		echo "== driver module ($(KERNEL))"; \
 		stamp="$$(readlink -f $(KDIR_FILE)) $$(stat -c %Y $(KDIR_FILE)/vmlinux)"; \
 		if [ "$$(cat $(MODULE_STAMP) 2>/dev/null)" != "$$stamp" ]; then \
-			$(MAKE) -s -C $(KDIR_FILE)/ M=$(TOP) $$($(TOP)/tools/lab/kernel-env) clean; \
+			$(MAKE) -s -C $(KDIR_FILE)/ M=$(MODULE_DIR) $$($(TOP)/tools/lab/kernel-env) clean; \
 		fi; \
-		$(MAKE) -C $(KDIR_FILE)/ M=$(TOP) $$($(TOP)/tools/lab/kernel-env) modules && \
+		$(MAKE) -C $(KDIR_FILE)/ M=$(MODULE_DIR) $$($(TOP)/tools/lab/kernel-env) modules && \
 		echo "$$stamp" > $(MODULE_STAMP); \
 	fi
 
 module-clippy: kernel
-	$(MAKE) -C $(KDIR_FILE)/ M=$(TOP) $$($(TOP)/tools/lab/kernel-env) CLIPPY=1 modules
+	$(MAKE) -C $(KDIR_FILE)/ M=$(MODULE_DIR) $$($(TOP)/tools/lab/kernel-env) CLIPPY=1 modules
 
 # Clippy over the kernel crate (rust/ of the test kernel). A CLIPPY=1 build
 # leaves a kernel.o whose exported symbols differ from a normal build's, so the
@@ -98,18 +116,19 @@ unit: tools
 # The main job: boot, insmod, rping and ibv_rc_pingpong on each device model,
 # a summary. (rping is not applicable to the stock model: it shows as SKIP.)
 lab: kernel tools module $(QEMU_FOR_LAB)
-	@$(LAB) run --keep-going --kernel $(KDIR_FILE)/ --models "$(LAB_MODELS)" --drivers "$(DRIVERS)" --tests "$(LAB_TESTS)" --results $(RESULTS)
+	@$(LAB) run --keep-going --kernel $(KDIR_FILE)/ --models "$(LAB_MODELS)" --drivers "$(DRIVERS)" --tests "$(LAB_TESTS)" --results $(RESULTS) --rust-module $(RUST_MODULE)
 
 # All tests: host unit tests, then every lab test on every device model and driver.
 check: kernel tools module $(QEMU_FOR_CHECK)
-	@$(TOP)/tools/lab/check --kernel $(KDIR_FILE)/ --models "$(MODELS)" --drivers "$(DRIVERS)" --tests "$(TESTS)" --results $(RESULTS)
+	@$(TOP)/tools/lab/check --kernel $(KDIR_FILE)/ --models "$(MODELS)" --drivers "$(DRIVERS)" --tests "$(TESTS)" --results $(RESULTS) --rust-module $(RUST_MODULE)
 
 # The Rust driver against the C driver, same run, same device model: perftest
 # and the control path of verbs_resources, medians over BENCH_REPS repetitions.
 BENCH_REPS ?= 3
 BENCH_MODEL ?= patched
+bench: DRIVERS = c,rust
 bench: kernel tools module $(if $(filter patched,$(BENCH_MODEL)),qemu)
-	@$(TOP)/tools/lab/bench --reps $(BENCH_REPS) --model $(BENCH_MODEL) --results $(RESULTS)/bench --kernel $(KDIR_FILE)/
+	@$(TOP)/tools/lab/bench --reps $(BENCH_REPS) --model $(BENCH_MODEL) --results $(RESULTS)/bench --kernel $(KDIR_FILE)/ --rust-module $(RUST_MODULE)
 
 fmt:
 	cd $(TOP)/tools && $(CARGO) fmt --all

@@ -1,0 +1,201 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Conversions between the RDMA core's values and the device's.
+//!
+//! Most of the device's enums are the core's, value for value (QP states, MTUs, migration
+//! states, access flags, attribute masks); what differs is converted here, and what the device
+//! hands back is checked on the way in.
+
+use crate::abi_verbs::{self, wc_opcode as dev_wc, wr_opcode as dev_wr};
+use kernel::rdma::{self, wc_opcode as ib_wc, wr_opcode as ib_wr, AhAttr, Gid, QpAttr, QpCap};
+
+/// The core's completion opcode for the device's (C's `pvrdma_wc_opcode_to_ib`).
+pub(crate) fn wc_opcode_to_ib(op: u32) -> u32 {
+    match op {
+        dev_wc::SEND => ib_wc::SEND,
+        dev_wc::RDMA_WRITE => ib_wc::RDMA_WRITE,
+        dev_wc::RDMA_READ => ib_wc::RDMA_READ,
+        dev_wc::COMP_SWAP => ib_wc::COMP_SWAP,
+        dev_wc::FETCH_ADD => ib_wc::FETCH_ADD,
+        dev_wc::LOCAL_INV => ib_wc::LOCAL_INV,
+        dev_wc::FAST_REG_MR => ib_wc::REG_MR,
+        dev_wc::RECV => ib_wc::RECV,
+        dev_wc::RECV_RDMA_WITH_IMM => ib_wc::RECV_RDMA_WITH_IMM,
+        _ => ib_wc::SEND,
+    }
+}
+
+/// The core's completion flags for the device's: the same bits, unknown ones dropped.
+pub(crate) fn wc_flags_to_ib(flags: u32) -> u32 {
+    use abi_verbs::wc_flags::*;
+    let known = GRH
+        | WITH_IMM
+        | WITH_INVALIDATE
+        | IP_CSUM_OK
+        | WITH_SMAC
+        | WITH_VLAN
+        | WITH_NETWORK_HDR_TYPE;
+    flags & known
+}
+
+/// The core's network header type for the device's (C's `pvrdma_network_type_to_ib`).
+pub(crate) fn network_type_to_ib(t: u8) -> u8 {
+    use abi_verbs::network_type::*;
+    match t {
+        IB | IPV4 | IPV6 => t,
+        _ => IPV6,
+    }
+}
+
+/// The device's work request opcode for the core's, if the device has one.
+pub(crate) fn wr_opcode_to_pvrdma(op: u32) -> Option<u32> {
+    Some(match op {
+        ib_wr::RDMA_WRITE => dev_wr::RDMA_WRITE,
+        ib_wr::RDMA_WRITE_WITH_IMM => dev_wr::RDMA_WRITE_WITH_IMM,
+        ib_wr::SEND => dev_wr::SEND,
+        ib_wr::SEND_WITH_IMM => dev_wr::SEND_WITH_IMM,
+        ib_wr::RDMA_READ => dev_wr::RDMA_READ,
+        ib_wr::ATOMIC_CMP_AND_SWP => dev_wr::ATOMIC_CMP_AND_SWP,
+        ib_wr::ATOMIC_FETCH_AND_ADD => dev_wr::ATOMIC_FETCH_AND_ADD,
+        ib_wr::SEND_WITH_INV => dev_wr::SEND_WITH_INV,
+        ib_wr::LOCAL_INV => dev_wr::LOCAL_INV,
+        ib_wr::REG_MR => dev_wr::FAST_REG_MR,
+        _ => return None,
+    })
+}
+
+/// The device's address vector for the core's (C's `rdma_ah_attr_to_pvrdma`).
+pub(crate) fn ah_attr_to_pvrdma(a: &AhAttr) -> abi_verbs::AhAttr {
+    abi_verbs::AhAttr {
+        grh: abi_verbs::GlobalRoute {
+            dgid: abi_verbs::Gid { raw: a.dgid.0 },
+            flow_label: a.flow_label,
+            sgid_index: a.sgid_index,
+            hop_limit: a.hop_limit,
+            traffic_class: a.traffic_class,
+            reserved: 0,
+        },
+        sl: a.sl,
+        static_rate: a.static_rate,
+        ah_flags: a.ah_flags,
+        port_num: a.port_num.min(u8::MAX.into()) as u8,
+        dmac: a.dmac,
+        ..Default::default()
+    }
+}
+
+/// The core's address vector for the device's (C's `pvrdma_ah_attr_to_rdma`).
+pub(crate) fn ah_attr_from_pvrdma(a: &abi_verbs::AhAttr) -> AhAttr {
+    AhAttr {
+        dgid: Gid(a.grh.dgid.raw),
+        flow_label: a.grh.flow_label,
+        sgid_index: a.grh.sgid_index,
+        hop_limit: a.grh.hop_limit,
+        traffic_class: a.grh.traffic_class,
+        sl: a.sl,
+        static_rate: a.static_rate,
+        port_num: a.port_num.into(),
+        ah_flags: a.ah_flags,
+        dmac: a.dmac,
+        roce: true,
+    }
+}
+
+fn cap_to_pvrdma(c: &QpCap) -> abi_verbs::QpCap {
+    abi_verbs::QpCap {
+        max_send_wr: c.max_send_wr,
+        max_recv_wr: c.max_recv_wr,
+        max_send_sge: c.max_send_sge,
+        max_recv_sge: c.max_recv_sge,
+        max_inline_data: c.max_inline_data,
+        reserved: 0,
+    }
+}
+
+/// The core's queue sizes for the device's.
+pub(crate) fn cap_from_pvrdma(c: &abi_verbs::QpCap) -> QpCap {
+    QpCap {
+        max_send_wr: c.max_send_wr,
+        max_recv_wr: c.max_recv_wr,
+        max_send_sge: c.max_send_sge,
+        max_recv_sge: c.max_recv_sge,
+        max_inline_data: c.max_inline_data,
+    }
+}
+
+/// Narrows a port number to the device's byte (ports beyond 255 do not exist).
+fn port_u8(port: u32) -> u8 {
+    port.min(u8::MAX.into()) as u8
+}
+
+/// The device's QP attributes for the core's (C's `pvrdma_modify_qp` body).
+pub(crate) fn qp_attr_to_pvrdma(a: &QpAttr) -> abi_verbs::QpAttr {
+    abi_verbs::QpAttr {
+        qp_state: a.qp_state,
+        cur_qp_state: a.cur_qp_state,
+        path_mtu: a.path_mtu,
+        path_mig_state: a.path_mig_state,
+        qkey: a.qkey,
+        rq_psn: a.rq_psn,
+        sq_psn: a.sq_psn,
+        dest_qp_num: a.dest_qp_num,
+        qp_access_flags: a.qp_access_flags,
+        pkey_index: a.pkey_index,
+        alt_pkey_index: a.alt_pkey_index,
+        en_sqd_async_notify: a.en_sqd_async_notify,
+        sq_draining: a.sq_draining,
+        max_rd_atomic: a.max_rd_atomic,
+        max_dest_rd_atomic: a.max_dest_rd_atomic,
+        min_rnr_timer: a.min_rnr_timer,
+        port_num: port_u8(a.port_num),
+        timeout: a.timeout,
+        retry_cnt: a.retry_cnt,
+        rnr_retry: a.rnr_retry,
+        alt_port_num: port_u8(a.alt_port_num),
+        alt_timeout: a.alt_timeout,
+        reserved: [0; 5],
+        cap: cap_to_pvrdma(&a.cap),
+        ah_attr: ah_attr_to_pvrdma(&a.ah_attr),
+        alt_ah_attr: ah_attr_to_pvrdma(&a.alt_ah_attr),
+    }
+}
+
+/// The core's QP attributes for what the device reports; an unknown state is reported as the
+/// error state.
+pub(crate) fn qp_attr_from_pvrdma(a: &abi_verbs::QpAttr) -> QpAttr {
+    let state = |s: u32| {
+        if s <= rdma::qp_state::ERR {
+            s
+        } else {
+            rdma::qp_state::ERR
+        }
+    };
+    QpAttr {
+        qp_state: state(a.qp_state),
+        cur_qp_state: state(a.cur_qp_state),
+        path_mtu: a.path_mtu,
+        path_mig_state: a.path_mig_state,
+        qkey: a.qkey,
+        rq_psn: a.rq_psn,
+        sq_psn: a.sq_psn,
+        dest_qp_num: a.dest_qp_num,
+        qp_access_flags: a.qp_access_flags,
+        cap: cap_from_pvrdma(&a.cap),
+        ah_attr: ah_attr_from_pvrdma(&a.ah_attr),
+        alt_ah_attr: ah_attr_from_pvrdma(&a.alt_ah_attr),
+        pkey_index: a.pkey_index,
+        alt_pkey_index: a.alt_pkey_index,
+        en_sqd_async_notify: a.en_sqd_async_notify,
+        sq_draining: a.sq_draining,
+        max_rd_atomic: a.max_rd_atomic,
+        max_dest_rd_atomic: a.max_dest_rd_atomic,
+        min_rnr_timer: a.min_rnr_timer,
+        port_num: a.port_num.into(),
+        timeout: a.timeout,
+        retry_cnt: a.retry_cnt,
+        rnr_retry: a.rnr_retry,
+        alt_port_num: a.alt_port_num.into(),
+        alt_timeout: a.alt_timeout,
+        rate_limit: 0,
+    }
+}

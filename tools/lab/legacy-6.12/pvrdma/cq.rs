@@ -1,0 +1,268 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Completion queues: user CQs (a ring in pinned user memory that the provider library polls)
+//! and kernel CQs (a ring in coherent memory that `poll_cq` consumes).
+
+use crate::{
+    abi::PAGE_DIR_MAX_PAGES,
+    abi_verbs::*,
+    convert::{network_type_to_ib, wc_flags_to_ib, wc_opcode_to_ib},
+    ib::IbDev,
+    pdir::PageDir,
+    ring::DeviceRing,
+};
+use kernel::{
+    new_spinlock_irq,
+    page::PAGE_SIZE,
+    prelude::*,
+    rdma::{
+        self, access, CqInitAttr, TableIndex, UData, Umem, UserContext, WcSink, WorkCompletion,
+    },
+    sync::SpinLockIrq,
+};
+
+/// Where a CQ's ring lives.
+enum CqRing {
+    /// In user memory: page 0 is the ring state, then the entries.
+    User { _pdir: PageDir, _umem: Umem },
+    /// In the driver's memory, consumed under the lock.
+    Kernel(Pin<KBox<SpinLockIrq<DeviceRing<Cqe>>>>),
+}
+
+/// A CQ: the device's handle and its ring.
+pub(crate) struct Cq {
+    handle: u32,
+    ring: CqRing,
+}
+
+impl TableIndex for Cq {
+    fn table_index(&self) -> u32 {
+        self.handle
+    }
+}
+
+/// Creates a CQ (see [`rdma::Operations::create_cq`]).
+pub(crate) fn create(
+    dev: &rdma::Device<IbDev>,
+    attr: &CqInitAttr,
+    ctx: Option<&UserContext<IbDev>>,
+    udata: Option<&mut UData>,
+) -> Result<(Cq, u32)> {
+    if attr.flags() != 0 {
+        return Err(EOPNOTSUPP);
+    }
+    if attr.cqe() == 0 {
+        return Err(EINVAL);
+    }
+    let entries = attr.cqe().checked_next_power_of_two().ok_or(EINVAL)?;
+    if entries > dev.caps.max_cqe {
+        return Err(EINVAL);
+    }
+    let reservation = dev.counts.cqs.take(dev.caps.max_cq)?;
+    let pdev = dev.hw.pdev.as_dev();
+
+    let (ring, pdir_dma, npages, user_reply) = match udata {
+        Some(udata) => {
+            let req: UserCreateCq = udata.read()?;
+            // The ring state is at the start of the first page the device maps.
+            if req.buf_addr % PAGE_SIZE as u64 != 0 {
+                return Err(EINVAL);
+            }
+            let umem = Umem::get(dev, req.buf_addr, req.buf_size.into(), access::LOCAL_WRITE)?;
+            if umem.num_pages() > PAGE_DIR_MAX_PAGES {
+                return Err(EINVAL);
+            }
+            let pdir = PageDir::for_user(pdev, &[&umem])?;
+            let (dma, n) = (pdir.dma_handle(), pdir.npages());
+            (
+                CqRing::User {
+                    _pdir: pdir,
+                    _umem: umem,
+                },
+                dma,
+                n,
+                Some(udata),
+            )
+        }
+        None => {
+            // One extra page for the ring state.
+            let npages = 1 + (entries as usize * core::mem::size_of::<Cqe>()).div_ceil(PAGE_SIZE);
+            let npages = u32::try_from(npages).map_err(|_| EINVAL)?;
+            let ring = DeviceRing::<Cqe>::with_slots(pdev, npages, entries)?;
+            let dma = ring.pdir().dma_handle();
+            let ring = KBox::pin_init(new_spinlock_irq!(ring, "pvrdma::Cq::ring"), GFP_KERNEL)?;
+            (CqRing::Kernel(ring), dma, npages as usize, None)
+        }
+    };
+
+    let cmd = CmdCreateCq {
+        pdir_dma,
+        ctx_handle: ctx.map_or(0, |c| c.ctx_handle),
+        cqe: entries,
+        nchunks: npages as u32,
+        ..Default::default()
+    };
+    let resp: RespCreateCq = dev.hw.command(opcode_verbs::CREATE_CQ, &cmd)?;
+    let mut cq = Cq {
+        handle: resp.cq_handle,
+        ring,
+    };
+    // The device's ring size is what both sides index with: it must fit what was allocated.
+    let checked = match &mut cq.ring {
+        CqRing::Kernel(ring) => ring.lock().shrink_to(resp.cqe),
+        CqRing::User { .. } => {
+            if resp.cqe == 0 || resp.cqe > entries {
+                Err(EIO)
+            } else {
+                Ok(())
+            }
+        }
+    };
+    if let Err(e) = checked {
+        pr_warn!(
+            "{}: device gave CQ {} an invalid size {}\n",
+            dev.hw.pdev.name(),
+            resp.cq_handle,
+            resp.cqe
+        );
+        destroy(dev, cq);
+        return Err(e);
+    }
+    if let Some(udata) = user_reply {
+        let reply = UserCreateCqResp {
+            cqn: cq.handle,
+            reserved: 0,
+        };
+        if let Err(e) = udata.write(&reply) {
+            destroy(dev, cq);
+            return Err(e);
+        }
+    }
+    reservation.keep();
+    Ok((cq, resp.cqe))
+}
+
+/// Destroys a CQ in the device; its memory goes with `cq`.
+pub(crate) fn destroy(dev: &rdma::Device<IbDev>, cq: Cq) {
+    let cmd = CmdDestroyCq {
+        cq_handle: cq.handle,
+        ..Default::default()
+    };
+    dev.hw.destroy_object::<_, crate::abi::RespNoop>(
+        opcode_verbs::DESTROY_CQ,
+        &cmd,
+        "CQ",
+        cq.handle,
+    );
+    dev.counts.cqs.release();
+    drop(cq);
+}
+
+/// Converts a device completion into the RDMA core's.
+fn work_completion(cqe: &Cqe) -> WorkCompletion {
+    WorkCompletion {
+        wr_id: cqe.wr_id,
+        // The device's statuses are the core's, value for value; unknown ones are general errors.
+        status: if cqe.status <= rdma::wc_status::MAX {
+            cqe.status
+        } else {
+            rdma::wc_status::GENERAL_ERR
+        },
+        opcode: wc_opcode_to_ib(cqe.opcode),
+        vendor_err: cqe.vendor_err,
+        byte_len: cqe.byte_len,
+        qp_handle: (cqe.qp & 0xffff) as u32,
+        ex: cqe.imm_data,
+        src_qp: cqe.src_qp,
+        slid: cqe.slid.into(),
+        wc_flags: wc_flags_to_ib(cqe.wc_flags),
+        pkey_index: cqe.pkey_index,
+        sl: cqe.sl,
+        dlid_path_bits: cqe.dlid_path_bits,
+        port_num: cqe.port_num.into(),
+        smac: cqe.smac,
+        vlan_id: 0,
+        network_hdr_type: network_type_to_ib(cqe.network_hdr_type),
+    }
+}
+
+/// Moves completions of a kernel CQ into `sink` (see [`rdma::Operations::poll_cq`]).
+pub(crate) fn poll(
+    dev: &rdma::Device<IbDev>,
+    cq: &rdma::Cq<IbDev>,
+    sink: &mut WcSink<'_, IbDev>,
+) -> Result {
+    let CqRing::Kernel(ring) = &cq.ring else {
+        return Err(EINVAL);
+    };
+    let ring = ring.lock();
+    let mut polled_device = false;
+    while sink.has_room() {
+        match ring.pop() {
+            Ok(Some(cqe)) => {
+                // A completion of a QP destroyed meanwhile names nothing: drop it.
+                sink.push(&work_completion(&cqe));
+            }
+            Ok(None) if !polled_device => {
+                // Ask the device to flush what it has, once.
+                dev.hw.ring_cq_doorbell(cq.handle | UAR_CQ_POLL);
+                polled_device = true;
+            }
+            Ok(None) => break,
+            Err(e) => {
+                pr_err!(
+                    "{}: CQ {} ring state invalid\n",
+                    dev.hw.pdev.name(),
+                    cq.handle
+                );
+                return Err(e);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Arms a kernel CQ (see [`rdma::Operations::req_notify_cq`]).
+pub(crate) fn req_notify(
+    dev: &rdma::Device<IbDev>,
+    cq: &rdma::Cq<IbDev>,
+    flags: rdma::NotifyFlags,
+) -> Result<bool> {
+    let CqRing::Kernel(ring) = &cq.ring else {
+        return Err(EINVAL);
+    };
+    let arm = if flags.solicited_only() {
+        UAR_CQ_ARM_SOL
+    } else {
+        UAR_CQ_ARM
+    };
+    let ring = ring.lock();
+    dev.hw.ring_cq_doorbell(cq.handle | arm);
+    if flags.report_missed_events() {
+        return ring.has_data();
+    }
+    Ok(false)
+}
+
+/// Drops the completions of the QP with device handle `qp_handle` from a kernel CQ, so that
+/// they cannot be taken for completions of a later QP with the same handle.
+pub(crate) fn flush_qp(dev: &rdma::Device<IbDev>, cq: &rdma::Cq<IbDev>, qp_handle: u32) {
+    if let CqRing::Kernel(ring) = &cq.ring {
+        if ring
+            .lock()
+            .retain(|cqe| (cqe.qp & 0xffff) as u32 != qp_handle)
+            .is_err()
+        {
+            pr_err!(
+                "{}: CQ {} ring state invalid\n",
+                dev.hw.pdev.name(),
+                cq.handle
+            );
+        }
+    }
+}
+
+/// The device's handle of a CQ.
+pub(crate) fn handle(cq: &rdma::Cq<IbDev>) -> u32 {
+    cq.handle
+}

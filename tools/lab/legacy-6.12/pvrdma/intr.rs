@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Interrupt handlers: command responses, async events, CQ notifications.
+
+use crate::{
+    abi::{event, Eqe, INTR_CAUSE_RESPONSE, PORT, REG_ICR},
+    abi_verbs::event_verbs,
+    hw::Hw,
+    ib::IbDev,
+};
+use kernel::{
+    irq::{self, IrqReturn},
+    prelude::*,
+    rdma::{self, DeviceHandle, PortEvent},
+    sync::Arc,
+};
+
+/// Vector 0: a command response is ready.
+pub(crate) struct ResponseIrq {
+    pub(crate) hw: Arc<Hw>,
+    /// Whether the vector is a single one shared by all causes (MSI or INTx), so that `ICR`
+    /// says what happened.
+    pub(crate) shared: bool,
+}
+
+impl irq::Handler for ResponseIrq {
+    fn handle(&self) -> IrqReturn {
+        if self.shared {
+            let icr = self.hw.regs.read32::<REG_ICR>();
+            if icr == 0 {
+                return IrqReturn::None;
+            }
+            if icr & INTR_CAUSE_RESPONSE == 0 {
+                return IrqReturn::Handled;
+            }
+        }
+        self.hw.cmd.response_ready();
+        IrqReturn::Handled
+    }
+}
+
+/// Vector 1: async events. Threaded, because reporting an event goes through the
+/// [`DeviceHandle`]'s mutex.
+pub(crate) struct AsyncEventIrq {
+    pub(crate) hw: Arc<Hw>,
+    pub(crate) events: Arc<DeviceHandle>,
+}
+
+impl AsyncEventIrq {
+    fn port_event(kind: u32) -> Option<PortEvent> {
+        Some(match kind {
+            event::PORT_ACTIVE => PortEvent::Active,
+            event::PORT_ERR => PortEvent::Error,
+            event::LID_CHANGE => PortEvent::LidChange,
+            event::PKEY_CHANGE => PortEvent::PkeyChange,
+            event::SM_CHANGE => PortEvent::SmChange,
+            event::CLIENT_REREGISTER => PortEvent::ClientReregister,
+            event::GID_CHANGE => PortEvent::GidChange,
+            event::DEVICE_FATAL => PortEvent::DeviceFatal,
+            _ => return None,
+        })
+    }
+
+    /// Reports an event about a QP, CQ or SRQ to its consumer. The device's event numbers are
+    /// the RDMA core's. Returns false if `eqe` is not about such an object.
+    fn object_event(&self, eqe: &Eqe) -> bool {
+        use event_verbs::*;
+        let (kind, handle) = (eqe.kind, eqe.info);
+        let delivered = match kind {
+            QP_FATAL | QP_REQ_ERR | QP_ACCESS_ERR | COMM_EST | SQ_DRAINED | PATH_MIG
+            | PATH_MIG_ERR | QP_LAST_WQE_REACHED => {
+                self.events.with_device(|dev: &rdma::Device<IbDev>| {
+                    dev.with_qp(handle, |qp| qp.dispatch_event(kind))
+                })
+            }
+            CQ_ERR => self.events.with_device(|dev: &rdma::Device<IbDev>| {
+                dev.with_cq(handle, |cq| cq.dispatch_event(kind))
+            }),
+            SRQ_ERR | SRQ_LIMIT_REACHED => self.events.with_device(|dev: &rdma::Device<IbDev>| {
+                dev.with_srq(handle, |srq| srq.dispatch_event(kind))
+            }),
+            _ => return false,
+        };
+        if delivered.flatten().is_none() {
+            pr_debug!("async event {} for unknown object {}\n", kind, handle);
+        }
+        true
+    }
+
+    fn handle_event(&self, eqe: Eqe) {
+        if self.object_event(&eqe) {
+            return;
+        }
+        let Some(ev) = Self::port_event(eqe.kind) else {
+            pr_debug!("ignoring async event {} ({})\n", eqe.kind, eqe.info);
+            return;
+        };
+        // A device-wide event names no port; port events name theirs, which must exist.
+        let port = if ev == PortEvent::DeviceFatal {
+            PORT
+        } else {
+            eqe.info
+        };
+        if port != PORT {
+            pr_warn!("{}: event on port {}\n", self.hw.pdev.name(), port);
+            return;
+        }
+        self.events.dispatch_port_event(port, ev);
+    }
+}
+
+impl irq::ThreadedHandler for AsyncEventIrq {
+    fn handle_threaded(&self) -> IrqReturn {
+        self.hw.drain_async_events(|eqe| self.handle_event(eqe));
+        IrqReturn::Handled
+    }
+}
+
+/// Vector 2: CQ notifications. Threaded, because reaching the CQs goes through the
+/// [`DeviceHandle`]'s mutex.
+pub(crate) struct CqNotifyIrq {
+    pub(crate) hw: Arc<Hw>,
+    pub(crate) events: Arc<DeviceHandle>,
+}
+
+impl irq::ThreadedHandler for CqNotifyIrq {
+    fn handle_threaded(&self) -> IrqReturn {
+        self.events.with_device(|dev: &rdma::Device<IbDev>| {
+            self.hw.drain_cq_notifications(|handle| {
+                // A notification for a CQ destroyed meanwhile names nothing.
+                if dev.with_cq(handle, |cq| cq.complete()).is_none() {
+                    pr_debug!("notification for unknown CQ {}\n", handle);
+                }
+            })
+        });
+        IrqReturn::Handled
+    }
+}

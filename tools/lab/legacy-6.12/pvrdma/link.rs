@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The paired network device: the vmxnet3 at function 0 of the same slot, whose link is the
+//! RDMA port's link.
+
+use crate::{
+    abi::{CTL_UNQUIESCE, PCI_DEVICE_ID_VMWARE_VMXNET3, PCI_VENDOR_ID_VMWARE, PORT},
+    hw::Hw,
+};
+use kernel::{
+    net::{
+        device::Device as NetDevice,
+        notifier::{Event, Notifier},
+    },
+    pci,
+    prelude::*,
+    rdma::{DeviceHandle, PortEvent},
+    sync::Arc,
+    types::ARef,
+};
+
+/// Finds the vmxnet3 function paired with `pdev` (function 0 of its slot).
+pub(crate) fn paired_function(pdev: &pci::Device) -> Result<ARef<pci::Device>> {
+    let Some(fn0) = pdev.get_slot(pdev.slot() << 3) else {
+        pr_err!("{}: failed to find paired net device\n", pdev.name());
+        return Err(ENODEV);
+    };
+    if fn0.vendor_id() != PCI_VENDOR_ID_VMWARE || fn0.device_id() != PCI_DEVICE_ID_VMWARE_VMXNET3 {
+        pr_err!("{}: failed to find paired vmxnet3 device\n", pdev.name());
+        return Err(ENODEV);
+    }
+    Ok(fn0)
+}
+
+/// Follows the paired network device's registration and link state.
+pub(crate) struct LinkWatcher {
+    pub(crate) hw: Arc<Hw>,
+    pub(crate) events: Arc<DeviceHandle>,
+    /// The vmxnet3 PCI function whose network device is ours.
+    pub(crate) vmxnet3: ARef<pci::Device>,
+}
+
+impl LinkWatcher {
+    fn is_ours(&self, ndev: &NetDevice) -> bool {
+        self.hw
+            .netdev
+            .lock()
+            .as_ref()
+            .is_some_and(|ours| core::ptr::eq(ours.as_raw(), ndev.as_raw()))
+    }
+}
+
+impl Notifier for LinkWatcher {
+    fn notify(&self, event: Event, ndev: &NetDevice) {
+        match event {
+            Event::Register => {
+                let mut netdev = self.hw.netdev.lock();
+                if netdev.is_none() && ndev.is_child_of(self.vmxnet3.as_dev()) {
+                    if let Err(e) = self.events.set_netdev(PORT, Some(ndev)) {
+                        pr_warn!(
+                            "{}: cannot attach {}: {:?}\n",
+                            self.hw.pdev.name(),
+                            ndev.name(),
+                            e
+                        );
+                        return;
+                    }
+                    pr_info!(
+                        "{}: paired device to {}\n",
+                        self.hw.pdev.name(),
+                        ndev.name()
+                    );
+                    *netdev = Some(ndev.into());
+                }
+            }
+            Event::Unregister => {
+                if self.is_ours(ndev) {
+                    let _ = self.events.set_netdev(PORT, None);
+                    // Drop our reference now, or the unregistration waits for it forever.
+                    *self.hw.netdev.lock() = None;
+                }
+            }
+            Event::Up if self.is_ours(ndev) => {
+                if self.hw.control(CTL_UNQUIESCE).is_err() {
+                    pr_err!(
+                        "{}: failed to activate device during link up\n",
+                        self.hw.pdev.name()
+                    );
+                } else {
+                    self.events.dispatch_port_event(PORT, PortEvent::Active);
+                }
+            }
+            Event::Down | Event::Reboot if self.is_ours(ndev) => {
+                self.events.dispatch_port_event(PORT, PortEvent::Error);
+            }
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Page directories: how the device finds the pages of a ring or buffer.
+//!
+//! A directory page holds the bus addresses of up to 512 table pages, each table page the bus
+//! addresses of up to 512 data pages. Commands and the DSR name a directory by its bus address
+//! and a page count.
+
+use crate::abi::PAGE_DIR_MAX_PAGES;
+use kernel::{
+    device, dma::CoherentAllocation, dma::DmaAddress, page::PAGE_SIZE, prelude::*, rdma::Umem,
+};
+
+/// Entries (u64 bus addresses) in a directory or table page.
+const ENTRIES: usize = PAGE_SIZE / 8;
+
+/// A page directory: whose data pages are coherent DMA memory owned by it ([`PageDir::new`]), or
+/// pinned user memory that the owner of the directory keeps pinned ([`PageDir::for_user`]).
+///
+/// # Invariants
+///
+/// The directory describes `npages` pages (1..=`PAGE_DIR_MAX_PAGES`): entry `t` of `dir` holds
+/// the bus address of `tables[t]`, entry `i % 512` of table `i / 512` that of page `i`, which is
+/// `pages[i]` when the directory owns its pages (`pages` is empty otherwise).
+pub(crate) struct PageDir {
+    dir: CoherentAllocation<u64>,
+    /// Owned for the device, which reads them; the driver only writes them at creation.
+    tables: KVec<CoherentAllocation<u64>>,
+    pages: KVec<CoherentAllocation<u8>>,
+    npages: usize,
+}
+
+impl PageDir {
+    /// Allocates the directory and tables for `npages` pages.
+    fn tables(dev: &device::Device, npages: usize) -> Result<Self> {
+        if npages == 0 || npages > PAGE_DIR_MAX_PAGES {
+            return Err(EINVAL);
+        }
+        let dir = CoherentAllocation::<u64>::alloc(dev, ENTRIES, GFP_KERNEL)?;
+        let ntables = (npages - 1) / ENTRIES + 1;
+        let mut tables = KVec::with_capacity(ntables, GFP_KERNEL)?;
+        for t in 0..ntables {
+            let table = CoherentAllocation::<u64>::alloc(dev, ENTRIES, GFP_KERNEL)?;
+            dir.write(t, &table.dma_handle())?;
+            tables.push(table, GFP_KERNEL)?;
+        }
+        Ok(Self {
+            dir,
+            tables,
+            pages: KVec::new(),
+            npages,
+        })
+    }
+
+    /// A directory for up to `npages` pages the owner enters later with [`PageDir::set`] (the
+    /// page list of a fast-register MR).
+    pub(crate) fn for_pages(dev: &device::Device, npages: usize) -> Result<Self> {
+        Self::tables(dev, npages)
+    }
+
+    /// Enters `addr` as page `index`.
+    pub(crate) fn set(&self, index: usize, addr: DmaAddress) -> Result {
+        if index >= self.npages {
+            return Err(EINVAL);
+        }
+        self.tables[index / ENTRIES].write(index % ENTRIES, &addr)
+    }
+
+    /// A directory of the pages of `umems`, one after the other. The caller keeps them pinned
+    /// for as long as the device may use the directory.
+    pub(crate) fn for_user(dev: &device::Device, umems: &[&Umem]) -> Result<Self> {
+        let npages = umems
+            .iter()
+            .try_fold(0usize, |n, u| n.checked_add(u.num_pages()))
+            .ok_or(EINVAL)?;
+        let pdir = Self::tables(dev, npages)?;
+        let mut index = 0;
+        for umem in umems {
+            umem.for_each_page(|addr| {
+                pdir.set(index, addr)?;
+                index += 1;
+                Ok(())
+            })?;
+        }
+        if index != npages {
+            return Err(EINVAL);
+        }
+        Ok(pdir)
+    }
+
+    /// The number of pages described.
+    pub(crate) fn npages(&self) -> usize {
+        self.npages
+    }
+
+    /// Allocates a directory of `npages` zeroed pages for `dev`.
+    pub(crate) fn new(dev: &device::Device, npages: usize) -> Result<Self> {
+        let mut pdir = Self::tables(dev, npages)?;
+        let mut pages = KVec::with_capacity(npages, GFP_KERNEL)?;
+        for i in 0..npages {
+            let page = CoherentAllocation::<u8>::alloc(dev, PAGE_SIZE, GFP_KERNEL)?;
+            pdir.set(i, page.dma_handle())?;
+            pages.push(page, GFP_KERNEL)?;
+        }
+        pdir.pages = pages;
+        Ok(pdir)
+    }
+
+    /// The directory's bus address, for the device.
+    pub(crate) fn dma_handle(&self) -> DmaAddress {
+        self.dir.dma_handle()
+    }
+
+    /// Data page `index` (of a directory that owns its pages).
+    pub(crate) fn page(&self, index: usize) -> Result<&CoherentAllocation<u8>> {
+        self.pages.get(index).ok_or(EINVAL)
+    }
+}

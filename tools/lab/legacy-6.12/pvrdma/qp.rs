@@ -1,0 +1,589 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Queue pairs: RC, UD and GSI (QP1); user QPs (rings in pinned user memory, driven by the
+//! provider library) and kernel QPs (rings in the driver's memory, driven by `post_send` and
+//! `post_recv`).
+
+use crate::{
+    abi::PAGE_DIR_MAX_PAGES,
+    abi_verbs::{self, *},
+    convert::{cap_from_pvrdma, qp_attr_from_pvrdma, qp_attr_to_pvrdma, wr_opcode_to_pvrdma},
+    ib::IbDev,
+    pdir::PageDir,
+    wq::WorkQueue,
+};
+use core::{
+    mem::size_of,
+    sync::atomic::{AtomicU32, Ordering},
+};
+use kernel::{
+    new_mutex, new_spinlock_irq,
+    page::PAGE_SIZE,
+    prelude::*,
+    rdma::{
+        self, qp_attr_mask as mask, qp_state, PostError, QpAttr, QpCap, QpInitAttr, QpQuery,
+        QpType, RecvWrs, SendWrs, TableIndex, UData, Umem, UserContext,
+    },
+    sync::{Mutex, SpinLockIrq},
+};
+
+/// Where a QP's rings live.
+enum QpRings {
+    /// In user memory (the provider library's send and receive buffers).
+    User {
+        _pdir: PageDir,
+        _send: Umem,
+        _recv: Option<Umem>,
+    },
+    /// In the driver's memory: page 0 holds both ring states, then the send queue, then the
+    /// receive queue (absent with an SRQ).
+    Kernel {
+        pdir: PageDir,
+        sq: Pin<KBox<SpinLockIrq<WorkQueue>>>,
+        rq: Option<Pin<KBox<SpinLockIrq<WorkQueue>>>>,
+    },
+}
+
+/// A QP: the device's handle and what the driver must remember of it.
+pub(crate) struct Qp {
+    handle: u32,
+    qp_type: QpType,
+    /// The state as the driver last set or saw it (C's `qp->state`); changed under `modify`.
+    state: AtomicU32,
+    /// Serialises modify and query (C's `qp->mutex`).
+    modify: Pin<KBox<Mutex<()>>>,
+    /// The Q_Key set with `modify_qp`, used for UD sends asking for it.
+    qkey: AtomicU32,
+    port: u32,
+    cap: QpCap,
+    /// The device's handles of the send and receive CQs.
+    cqs: (u32, u32),
+    rings: QpRings,
+}
+
+impl TableIndex for Qp {
+    fn table_index(&self) -> u32 {
+        self.handle
+    }
+}
+
+/// The queue sizes of a kernel QP, rounded up as the device needs, and the pages they take.
+struct KernelSizes {
+    cap: QpCap,
+    sq_wqe_size: usize,
+    rq_wqe_size: usize,
+    /// Pages of the send side, the ring state page included.
+    send_pages: usize,
+    recv_pages: usize,
+}
+
+fn kernel_sizes(dev: &IbDev, req: &QpCap, srq: bool) -> Result<KernelSizes> {
+    let caps = &dev.caps;
+    if req.max_send_wr > caps.max_qp_wr
+        || req.max_send_sge > caps.max_sge
+        || req.max_recv_wr > caps.max_qp_wr
+        || req.max_recv_sge > caps.max_sge
+    {
+        return Err(EINVAL);
+    }
+    let pow2 = |n: u32| n.max(1).checked_next_power_of_two().ok_or(EINVAL);
+    let sq_wr = pow2(req.max_send_wr)?;
+    let sq_sge = pow2(req.max_send_sge)?;
+    let sq_wqe_size =
+        (size_of::<SqWqeHdr>() + size_of::<abi_verbs::Sge>() * sq_sge as usize).next_power_of_two();
+    let (rq_wr, rq_sge) = if srq {
+        (0, 0)
+    } else {
+        (pow2(req.max_recv_wr)?, pow2(req.max_recv_sge)?)
+    };
+    let rq_wqe_size =
+        (size_of::<RqWqeHdr>() + size_of::<abi_verbs::Sge>() * rq_sge as usize).next_power_of_two();
+    // A work queue entry never straddles two pages.
+    if sq_wqe_size > PAGE_SIZE || rq_wqe_size > PAGE_SIZE {
+        return Err(EINVAL);
+    }
+    let send_pages =
+        QP_NUM_HEADER_PAGES as usize + (sq_wr as usize * sq_wqe_size).div_ceil(PAGE_SIZE);
+    let recv_pages = (rq_wr as usize * rq_wqe_size).div_ceil(PAGE_SIZE);
+    Ok(KernelSizes {
+        cap: QpCap {
+            max_send_wr: sq_wr,
+            max_send_sge: sq_sge,
+            max_recv_wr: rq_wr,
+            max_recv_sge: rq_sge,
+            max_inline_data: 0,
+        },
+        sq_wqe_size,
+        rq_wqe_size,
+        send_pages,
+        recv_pages,
+    })
+}
+
+/// Creates a QP (see [`rdma::Operations::create_qp`]).
+pub(crate) fn create(
+    dev: &rdma::Device<IbDev>,
+    pd: &rdma::Pd<IbDev>,
+    attr: &mut QpInitAttr<IbDev>,
+    _ctx: Option<&UserContext<IbDev>>,
+    udata: Option<&mut UData>,
+) -> Result<(Qp, u32)> {
+    if attr.create_flags() != 0 {
+        return Err(EOPNOTSUPP);
+    }
+    let qp_type = attr.qp_type();
+    let type_code = match qp_type {
+        QpType::Rc => abi_verbs::qp_type::RC,
+        QpType::Ud => abi_verbs::qp_type::UD,
+        QpType::Gsi => abi_verbs::qp_type::GSI,
+        _ => return Err(EOPNOTSUPP),
+    };
+    let srq = attr.srq();
+    if srq.is_some() && dev.caps.max_srq == 0 {
+        return Err(EINVAL);
+    }
+    if qp_type == QpType::Gsi && attr.port_num() != crate::abi::PORT {
+        return Err(EINVAL);
+    }
+    let (Some(send_cq), Some(recv_cq)) = (attr.send_cq(), attr.recv_cq()) else {
+        return Err(EINVAL);
+    };
+    let reservation = dev.counts.qps.take(dev.caps.max_qp)?;
+    let pdev = dev.hw.pdev.as_dev();
+    let mut cap = attr.cap();
+
+    let (rings, total_pages, send_pages) = match &udata {
+        Some(udata) => {
+            // The provider sizes its rings itself; the device must be able to take them.
+            let caps = &dev.caps;
+            if cap.max_send_wr > caps.max_qp_wr
+                || cap.max_recv_wr > caps.max_qp_wr
+                || cap.max_send_sge > caps.max_sge
+                || cap.max_recv_sge > caps.max_sge
+            {
+                return Err(EINVAL);
+            }
+            let req: UserCreateQp = udata.read()?;
+            // The ring state is at the start of the first page the device maps.
+            if req.sbuf_addr % PAGE_SIZE as u64 != 0 || req.rbuf_addr % PAGE_SIZE as u64 != 0 {
+                return Err(EINVAL);
+            }
+            // Providers that know QP handles must have room for the reply that carries them.
+            if dev.hw.version >= VERSION_QPHANDLE && udata.out_len() < size_of::<UserCreateQpResp>()
+            {
+                return Err(EOPNOTSUPP);
+            }
+            let recv = match srq {
+                None => Some(Umem::get(dev, req.rbuf_addr, req.rbuf_size.into(), 0)?),
+                Some(_) => None,
+            };
+            let send = Umem::get(dev, req.sbuf_addr, req.sbuf_size.into(), 0)?;
+            let send_pages = send.num_pages();
+            let mut umems: KVec<&Umem> = KVec::new();
+            umems.push(&send, GFP_KERNEL)?;
+            if let Some(r) = &recv {
+                umems.push(r, GFP_KERNEL)?;
+            }
+            let pdir = PageDir::for_user(pdev, &umems)?;
+            let total = pdir.npages();
+            drop(umems);
+            (
+                QpRings::User {
+                    _pdir: pdir,
+                    _send: send,
+                    _recv: recv,
+                },
+                total,
+                send_pages,
+            )
+        }
+        None => {
+            let sizes = kernel_sizes(dev, &cap, srq.is_some())?;
+            let total = sizes.send_pages + sizes.recv_pages;
+            if total > PAGE_DIR_MAX_PAGES {
+                return Err(EINVAL);
+            }
+            let pdir = PageDir::new(pdev, total)?;
+            let sq = WorkQueue::new(
+                0,
+                QP_NUM_HEADER_PAGES as usize * PAGE_SIZE,
+                sizes.cap.max_send_wr,
+                sizes.cap.max_send_sge,
+                sizes.sq_wqe_size,
+            );
+            let sq = KBox::pin_init(new_spinlock_irq!(sq, "pvrdma::Qp::sq"), GFP_KERNEL)?;
+            let rq = if srq.is_none() {
+                let rq = WorkQueue::new(
+                    size_of::<crate::abi::RingIndexes>(),
+                    sizes.send_pages * PAGE_SIZE,
+                    sizes.cap.max_recv_wr,
+                    sizes.cap.max_recv_sge,
+                    sizes.rq_wqe_size,
+                );
+                Some(KBox::pin_init(
+                    new_spinlock_irq!(rq, "pvrdma::Qp::rq"),
+                    GFP_KERNEL,
+                )?)
+            } else {
+                None
+            };
+            cap = sizes.cap;
+            (QpRings::Kernel { pdir, sq, rq }, total, sizes.send_pages)
+        }
+    };
+    if total_pages > PAGE_DIR_MAX_PAGES || send_pages < QP_NUM_HEADER_PAGES as usize {
+        return Err(EINVAL);
+    }
+    // Inline data is not supported.
+    cap.max_inline_data = 0;
+
+    let pdir_dma = match &rings {
+        QpRings::User { _pdir, .. } => _pdir.dma_handle(),
+        QpRings::Kernel { pdir, .. } => pdir.dma_handle(),
+    };
+    let cmd = CmdCreateQp {
+        pdir_dma,
+        pd_handle: pd.handle,
+        send_cq_handle: crate::cq::handle(send_cq),
+        recv_cq_handle: crate::cq::handle(recv_cq),
+        srq_handle: srq.map_or(0, crate::srq::handle),
+        max_send_wr: cap.max_send_wr,
+        max_recv_wr: cap.max_recv_wr,
+        max_send_sge: cap.max_send_sge,
+        max_recv_sge: cap.max_recv_sge,
+        max_inline_data: cap.max_inline_data,
+        lkey: 0,
+        access_flags: rdma::access::LOCAL_WRITE,
+        total_chunks: u16::try_from(total_pages).map_err(|_| EINVAL)?,
+        send_chunks: u16::try_from(send_pages - QP_NUM_HEADER_PAGES as usize)
+            .map_err(|_| EINVAL)?,
+        sq_sig_all: attr.sq_sig_all().into(),
+        qp_type: type_code,
+        is_srq: srq.is_some().into(),
+        ..Default::default()
+    };
+    let (qpn, handle) = if dev.hw.version >= VERSION_QPHANDLE {
+        let resp: RespCreateQpV2 = dev.hw.command(opcode_verbs::CREATE_QP, &cmd)?;
+        (resp.qpn, resp.qp_handle)
+    } else {
+        let resp: RespCreateQp = dev.hw.command(opcode_verbs::CREATE_QP, &cmd)?;
+        (resp.qpn, resp.qpn)
+    };
+    let qp = Qp {
+        handle,
+        qp_type,
+        state: AtomicU32::new(qp_state::RESET),
+        modify: KBox::pin_init(new_mutex!((), "pvrdma::Qp::modify"), GFP_KERNEL)?,
+        qkey: AtomicU32::new(0),
+        port: attr.port_num(),
+        cap,
+        cqs: (crate::cq::handle(send_cq), crate::cq::handle(recv_cq)),
+        rings,
+    };
+    // Completions name their QP by the low 16 bits of its handle.
+    if handle > 0xffff {
+        pr_warn!(
+            "{}: device gave a QP handle {:#x} beyond 16 bits\n",
+            dev.hw.pdev.name(),
+            handle
+        );
+        destroy(dev, qp);
+        return Err(EIO);
+    }
+    // User QPs keep the sizes their provider chose; no QP gets inline data.
+    attr.set_cap(&cap);
+    if let Some(udata) = udata {
+        let reply = UserCreateQpResp {
+            qpn,
+            qp_handle: handle,
+        };
+        // Providers of devices before version 20 know only the QP number, which is then also
+        // the handle: they get the part of the reply they have room for.
+        if let Err(e) = udata.write_prefix(&reply) {
+            destroy(dev, qp);
+            return Err(e);
+        }
+    }
+    reservation.keep();
+    Ok((qp, qpn))
+}
+
+/// Destroys a QP in the device; its memory goes with `qp`.
+pub(crate) fn destroy(dev: &rdma::Device<IbDev>, qp: Qp) {
+    let cmd = CmdDestroyQp {
+        qp_handle: qp.handle,
+        ..Default::default()
+    };
+    dev.hw
+        .destroy_object::<_, RespDestroyQp>(opcode_verbs::DESTROY_QP, &cmd, "QP", qp.handle);
+    // The device produces no more completions for the QP: drop those not polled yet.
+    if matches!(qp.rings, QpRings::Kernel { .. }) {
+        let (send, recv) = qp.cqs;
+        dev.with_cq(send, |cq| crate::cq::flush_qp(dev, cq, qp.handle));
+        if recv != send {
+            dev.with_cq(recv, |cq| crate::cq::flush_qp(dev, cq, qp.handle));
+        }
+    }
+    dev.counts.qps.release();
+    drop(qp);
+}
+
+/// Modifies a QP (see [`rdma::Operations::modify_qp`]).
+pub(crate) fn modify(
+    dev: &rdma::Device<IbDev>,
+    qp: &rdma::Qp<IbDev>,
+    attr: &QpAttr,
+    attr_mask: u32,
+) -> Result {
+    if attr_mask & !mask::STANDARD_BITS != 0 {
+        return Err(EOPNOTSUPP);
+    }
+    let _guard = qp.modify.lock();
+    let cur = if attr_mask & mask::CUR_STATE != 0 {
+        attr.cur_qp_state
+    } else {
+        qp.state.load(Ordering::Relaxed)
+    };
+    let next = if attr_mask & mask::STATE != 0 {
+        attr.qp_state
+    } else {
+        cur
+    };
+    if !rdma::modify_qp_is_ok(cur, next, qp.qp_type, attr_mask) {
+        return Err(EINVAL);
+    }
+    if attr_mask & mask::PORT != 0 && attr.port_num != crate::abi::PORT {
+        return Err(EINVAL);
+    }
+    if attr_mask & mask::MIN_RNR_TIMER != 0 && attr.min_rnr_timer > 31 {
+        return Err(EINVAL);
+    }
+    if attr_mask & mask::PKEY_INDEX != 0
+        && u32::from(attr.pkey_index) >= u32::from(dev.caps.max_pkeys)
+    {
+        return Err(EINVAL);
+    }
+    check_attr_ranges(attr, attr_mask)?;
+    if attr_mask & mask::QKEY != 0 {
+        qp.qkey.store(attr.qkey, Ordering::Relaxed);
+    }
+    if cur == next && cur == qp_state::RESET {
+        return Ok(());
+    }
+    let cmd = CmdModifyQp {
+        qp_handle: qp.handle,
+        attr_mask,
+        attrs: qp_attr_to_pvrdma(attr),
+        ..Default::default()
+    };
+    let _: crate::abi::RespNoop = dev.hw.command(opcode_verbs::MODIFY_QP, &cmd)?;
+    qp.state.store(next, Ordering::Relaxed);
+    if next == qp_state::RESET {
+        reset_rings(qp);
+    }
+    Ok(())
+}
+
+/// Checks the attributes whose range the IB spec fixes (the C driver passes them to the device
+/// unchecked). The RDMA read depths are not checked against the device's maxima: QEMU 7.2
+/// reports 0 for both, and every RC consumer asks for at least 1.
+fn check_attr_ranges(attr: &QpAttr, attr_mask: u32) -> Result {
+    let bad = |bit: u32, ok: bool| attr_mask & bit != 0 && !ok;
+    if bad(
+        mask::ACCESS_FLAGS,
+        attr.qp_access_flags & !abi_verbs::access::ALL == 0,
+    ) || bad(
+        mask::PATH_MTU,
+        (abi_verbs::mtu::MTU_256..=abi_verbs::mtu::MTU_4096).contains(&attr.path_mtu),
+    ) || bad(mask::RETRY_CNT, attr.retry_cnt <= 7)
+        || bad(mask::RNR_RETRY, attr.rnr_retry <= 7)
+        || bad(mask::TIMEOUT, attr.timeout <= 31)
+    {
+        return Err(EINVAL);
+    }
+    Ok(())
+}
+
+/// Empties the rings of a kernel QP moved to RESET.
+fn reset_rings(qp: &Qp) {
+    if let QpRings::Kernel { pdir, sq, rq } = &qp.rings {
+        sq.lock().reset(pdir);
+        if let Some(rq) = rq {
+            rq.lock().reset(pdir);
+        }
+    }
+}
+
+/// Queries a QP (see [`rdma::Operations::query_qp`]).
+pub(crate) fn query(
+    dev: &rdma::Device<IbDev>,
+    qp: &rdma::Qp<IbDev>,
+    attr_mask: u32,
+) -> Result<QpQuery> {
+    let _guard = qp.modify.lock();
+    let mut q = QpQuery {
+        init_cap: qp.cap,
+        ..Default::default()
+    };
+    if qp.state.load(Ordering::Relaxed) == qp_state::RESET {
+        q.attr.qp_state = qp_state::RESET;
+        q.attr.cap = qp.cap;
+        q.attr.port_num = qp.port;
+        return Ok(q);
+    }
+    let cmd = CmdQueryQp {
+        qp_handle: qp.handle,
+        attr_mask,
+        ..Default::default()
+    };
+    let resp: RespQueryQp = dev.hw.command(opcode_verbs::QUERY_QP, &cmd)?;
+    q.attr = qp_attr_from_pvrdma(&resp.attrs);
+    q.attr.cur_qp_state = q.attr.qp_state;
+    q.init_cap = cap_from_pvrdma(&resp.attrs.cap);
+    qp.state.store(q.attr.qp_state, Ordering::Relaxed);
+    Ok(q)
+}
+
+/// A post refused before its first work request.
+fn refused(error: Error) -> PostError {
+    PostError { error, index: 0 }
+}
+
+/// Writes one entry per work request into `queue` (with `push`) until one fails, then rings the
+/// QP's doorbell once with `doorbell`, so the device sees every entry written before the failure.
+fn post_all<W>(
+    dev: &rdma::Device<IbDev>,
+    qp: &Qp,
+    doorbell: u32,
+    pdir: &PageDir,
+    queue: &SpinLockIrq<WorkQueue>,
+    wrs: impl Iterator<Item = W>,
+    mut push: impl FnMut(&mut WorkQueue, &PageDir, &W) -> Result,
+) -> core::result::Result<(), PostError> {
+    let mut ring = queue.lock();
+    let mut result = Ok(());
+    for (index, wr) in wrs.enumerate() {
+        if let Err(error) = push(&mut ring, pdir, &wr) {
+            result = Err(PostError { error, index });
+            break;
+        }
+    }
+    drop(ring);
+    dev.hw.ring_qp_doorbell(doorbell | qp.handle);
+    result
+}
+
+/// Posts send work requests to a kernel QP (see [`rdma::Operations::post_send`]).
+pub(crate) fn post_send(
+    dev: &rdma::Device<IbDev>,
+    qp: &rdma::Qp<IbDev>,
+    wrs: SendWrs<'_, IbDev>,
+) -> core::result::Result<(), PostError> {
+    let QpRings::Kernel { pdir, sq, .. } = &qp.rings else {
+        return Err(refused(EINVAL));
+    };
+    // Below RTS a send can only fail; from RTS on the device judges.
+    let state = qp.state.load(Ordering::Relaxed);
+    if !(qp_state::RTS..=qp_state::ERR).contains(&state) {
+        return Err(refused(EINVAL));
+    }
+    post_all(dev, qp, UAR_QP_SEND, pdir, sq, wrs, |ring, pdir, wr| {
+        let hdr = send_wqe(qp, wr)?;
+        ring.push(pdir, &hdr, wr.sges())
+    })
+}
+
+/// Builds the device's send WQE header for `wr`.
+fn send_wqe(qp: &Qp, wr: &rdma::SendWr<'_, IbDev>) -> Result<SqWqeHdr> {
+    let opcode = wr.opcode();
+    let dev_opcode = wr_opcode_to_pvrdma(opcode).ok_or(EINVAL)?;
+    let num_sge = u32::try_from(wr.num_sge()).map_err(|_| EINVAL)?;
+    let mut hdr = SqWqeHdr {
+        wr_id: wr.wr_id(),
+        num_sge,
+        opcode: dev_opcode,
+        send_flags: wr.send_flags() & abi_verbs::send_flags::ALL,
+        ..Default::default()
+    };
+    use rdma::wr_opcode as op;
+    if opcode == op::SEND_WITH_IMM || opcode == op::RDMA_WRITE_WITH_IMM {
+        hdr.ex = wr.ex();
+    }
+    match qp.qp_type {
+        QpType::Ud | QpType::Gsi => {
+            if opcode != op::SEND && opcode != op::SEND_WITH_IMM {
+                return Err(EINVAL);
+            }
+            let ud = wr.ud().ok_or(EINVAL)?;
+            // A Q_Key with the high bit set means "the QP's own".
+            let qkey = if ud.remote_qkey & 0x8000_0000 != 0 {
+                qp.qkey.load(Ordering::Relaxed)
+            } else {
+                ud.remote_qkey
+            };
+            hdr.wr = SqWrUd {
+                remote_qpn: ud.remote_qpn,
+                remote_qkey: qkey,
+                av: ud.ah.av,
+            }
+            .into();
+        }
+        QpType::Rc => match opcode {
+            op::RDMA_READ | op::RDMA_WRITE | op::RDMA_WRITE_WITH_IMM => {
+                let r = wr.rdma().ok_or(EINVAL)?;
+                hdr.wr = SqWrRdma {
+                    remote_addr: r.remote_addr,
+                    rkey: r.rkey,
+                    ..Default::default()
+                }
+                .into();
+            }
+            op::LOCAL_INV | op::SEND_WITH_INV => hdr.ex = wr.ex(),
+            op::REG_MR => {
+                let reg = wr.reg().ok_or(EINVAL)?;
+                hdr.wr = crate::mr::fast_reg_wr(reg.mr, reg.key, reg.access)?.into();
+            }
+            op::SEND | op::SEND_WITH_IMM => {}
+            op::ATOMIC_CMP_AND_SWP | op::ATOMIC_FETCH_AND_ADD => {
+                let a = wr.atomic().ok_or(EINVAL)?;
+                hdr.wr = SqWrAtomic {
+                    remote_addr: a.remote_addr,
+                    compare_add: a.compare_add,
+                    swap: a.swap,
+                    rkey: a.rkey,
+                    ..Default::default()
+                }
+                .into();
+            }
+            _ => return Err(EINVAL),
+        },
+        _ => return Err(EINVAL),
+    }
+    Ok(hdr)
+}
+
+/// Posts receive work requests to a kernel QP (see [`rdma::Operations::post_recv`]).
+pub(crate) fn post_recv(
+    dev: &rdma::Device<IbDev>,
+    qp: &rdma::Qp<IbDev>,
+    wrs: RecvWrs<'_>,
+) -> core::result::Result<(), PostError> {
+    // A QP on an SRQ has no receive queue of its own.
+    let QpRings::Kernel {
+        pdir, rq: Some(rq), ..
+    } = &qp.rings
+    else {
+        return Err(refused(EINVAL));
+    };
+    if qp.state.load(Ordering::Relaxed) == qp_state::RESET {
+        return Err(refused(EINVAL));
+    }
+    post_all(dev, qp, UAR_QP_RECV, pdir, rq, wrs, |ring, pdir, wr| {
+        let hdr = RqWqeHdr {
+            wr_id: wr.wr_id(),
+            num_sge: u32::try_from(wr.num_sge()).map_err(|_| EINVAL)?,
+            total_len: 0,
+        };
+        ring.push(pdir, &hdr, wr.sges())
+    })
+}

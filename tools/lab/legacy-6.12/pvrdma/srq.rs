@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Shared receive queues, for user space only (as in the C driver: no kernel consumer uses them
+//! on this device).
+
+use crate::{abi::PAGE_DIR_MAX_PAGES, abi_verbs::*, ib::IbDev, pdir::PageDir};
+use kernel::{
+    page::PAGE_SIZE,
+    prelude::*,
+    rdma::{self, srq_attr_mask, SrqAttr, SrqType, TableIndex, UData, Umem},
+};
+
+/// An SRQ: the device's handle and its ring in user memory.
+pub(crate) struct Srq {
+    handle: u32,
+    _pdir: PageDir,
+    _umem: Umem,
+}
+
+impl TableIndex for Srq {
+    fn table_index(&self) -> u32 {
+        self.handle
+    }
+}
+
+/// Creates an SRQ (see [`rdma::Operations::create_srq`]).
+pub(crate) fn create(
+    dev: &rdma::Device<IbDev>,
+    pd: &rdma::Pd<IbDev>,
+    srq_type: SrqType,
+    attr: &mut SrqAttr,
+    udata: Option<&mut UData>,
+) -> Result<Srq> {
+    let Some(udata) = udata else {
+        return Err(EOPNOTSUPP);
+    };
+    if srq_type != SrqType::Basic {
+        return Err(EOPNOTSUPP);
+    }
+    if attr.max_wr > dev.caps.max_srq_wr || attr.max_sge > dev.caps.max_srq_sge {
+        return Err(EINVAL);
+    }
+    let reservation = dev.counts.srqs.take(dev.caps.max_srq)?;
+    let req: UserCreateSrq = udata.read()?;
+    // The ring state is at the start of the first page the device maps.
+    if req.buf_addr % PAGE_SIZE as u64 != 0 {
+        return Err(EINVAL);
+    }
+    let umem = Umem::get(dev, req.buf_addr, req.buf_size.into(), 0)?;
+    if umem.num_pages() > PAGE_DIR_MAX_PAGES {
+        return Err(EINVAL);
+    }
+    let pdir = PageDir::for_user(dev.hw.pdev.as_dev(), &[&umem])?;
+    let cmd = CmdCreateSrq {
+        pdir_dma: pdir.dma_handle(),
+        pd_handle: pd.handle,
+        nchunks: pdir.npages() as u32,
+        attrs: crate::abi_verbs::SrqAttr {
+            max_wr: attr.max_wr,
+            max_sge: attr.max_sge,
+            srq_limit: attr.srq_limit,
+            reserved: 0,
+        },
+        srq_type: 0,
+        ..Default::default()
+    };
+    let resp: RespCreateSrq = dev.hw.command(opcode_verbs::CREATE_SRQ, &cmd)?;
+    let srq = Srq {
+        handle: resp.srqn,
+        _pdir: pdir,
+        _umem: umem,
+    };
+    let reply = UserCreateSrqResp {
+        srqn: srq.handle,
+        reserved: 0,
+    };
+    if let Err(e) = udata.write(&reply) {
+        destroy(dev, srq);
+        return Err(e);
+    }
+    reservation.keep();
+    Ok(srq)
+}
+
+/// Modifies an SRQ: only arming its limit is supported.
+pub(crate) fn modify(
+    dev: &rdma::Device<IbDev>,
+    srq: &rdma::Srq<IbDev>,
+    attr: &SrqAttr,
+    mask: u32,
+) -> Result {
+    if mask & !srq_attr_mask::LIMIT != 0 {
+        return Err(EINVAL);
+    }
+    let cmd = CmdModifySrq {
+        srq_handle: srq.handle,
+        attr_mask: mask,
+        attrs: crate::abi_verbs::SrqAttr {
+            srq_limit: attr.srq_limit,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let _: crate::abi::RespNoop = dev.hw.command(opcode_verbs::MODIFY_SRQ, &cmd)?;
+    Ok(())
+}
+
+/// Queries an SRQ.
+pub(crate) fn query(dev: &rdma::Device<IbDev>, srq: &rdma::Srq<IbDev>) -> Result<SrqAttr> {
+    let cmd = CmdQuerySrq {
+        srq_handle: srq.handle,
+        ..Default::default()
+    };
+    let resp: RespQuerySrq = dev.hw.command(opcode_verbs::QUERY_SRQ, &cmd)?;
+    Ok(SrqAttr {
+        max_wr: resp.attrs.max_wr,
+        max_sge: resp.attrs.max_sge,
+        srq_limit: resp.attrs.srq_limit,
+    })
+}
+
+/// Destroys an SRQ in the device; its memory goes with `srq`.
+pub(crate) fn destroy(dev: &rdma::Device<IbDev>, srq: Srq) {
+    let cmd = CmdDestroySrq {
+        srq_handle: srq.handle,
+        ..Default::default()
+    };
+    dev.hw.destroy_object::<_, crate::abi::RespNoop>(
+        opcode_verbs::DESTROY_SRQ,
+        &cmd,
+        "SRQ",
+        srq.handle,
+    );
+    dev.counts.srqs.release();
+    drop(srq);
+}
+
+/// The device's handle of an SRQ.
+pub(crate) fn handle(srq: &rdma::Srq<IbDev>) -> u32 {
+    srq.handle
+}

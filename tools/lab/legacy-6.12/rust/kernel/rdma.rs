@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! RDMA (InfiniBand verbs) providers.
+//!
+//! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
+//!
+//! A provider driver implements [`Operations`] (a `#[vtable]` trait: only the callbacks it
+//! implements are given to the RDMA core), allocates an [`UnregisteredDevice`] holding its
+//! per-device data, configures it, and registers it, getting a [`Registration`] whose drop
+//! unregisters and frees the device. Callbacks receive `&Device<T>`, which dereferences to the
+//! driver's data.
+//!
+//! Objects the RDMA core allocates on the driver's behalf (user contexts, protection domains)
+//! carry driver data of the types [`Operations::UserContext`] and [`Operations::Pd`]: the driver's
+//! `alloc_*` callback returns the value, its `dealloc_*` callback gets it back by value.
+//!
+//! Code outside callbacks that must reach the registered device (an interrupt handler posting a
+//! port event, a network device notifier changing the port's network device) uses a
+//! [`DeviceHandle`]: it works while the device is registered and does nothing afterwards.
+
+mod attr;
+mod cq;
+mod device;
+mod event;
+mod mr;
+mod objects;
+mod ops;
+mod qp;
+mod srq;
+mod sysfs;
+mod table;
+mod udata;
+mod umem;
+mod wr;
+
+pub use attr::{device_cap, port_cap, DeviceAttr, FwVersion, GidAttr, PortAttr, PortImmutable};
+pub use cq::{
+    wc_flags, wc_opcode, wc_status, CqInitAttr, NotifyFlags, WcSink, WorkCompletion, CQ_EVENT_ERR,
+};
+pub use device::{Device, DeviceHandle, Registration, UnregisteredDevice};
+pub use mr::{access, Mr, MrKeys, MrType};
+pub use objects::{Ah, Cq, Pd, Qp, Srq, UserContext, Vma};
+pub use ops::Operations;
+pub use qp::{
+    modify_qp_is_ok, qp_attr_mask, qp_event, qp_state, AhAttr, QpAttr, QpCap, QpInitAttr, QpQuery,
+    QpType,
+};
+pub use srq::{srq_attr_mask, srq_event, SrqAttr, SrqType};
+pub use sysfs::{AttributeArray, AttributeGroup, DeviceAttribute, ShowFn, SysfsBuf};
+pub use table::TableIndex;
+pub use udata::UData;
+pub use umem::Umem;
+pub use wr::{
+    send_flags, wr_opcode, AtomicFields, PostError, RdmaFields, RecvWr, RecvWrs, RegFields, SendWr,
+    SendWrs, Sge, UdFields,
+};
+
+use crate::bindings;
+
+/// Identifies a provider driver to user space (C's `enum rdma_driver_id`); rdma-core loads the
+/// provider library registered for this id.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct DriverId(bindings::rdma_driver_id);
+
+impl DriverId {
+    /// VMware's paravirtual RDMA device (`RDMA_DRIVER_VMW_PVRDMA`).
+    pub const VMW_PVRDMA: Self = Self(bindings::rdma_driver_id_RDMA_DRIVER_VMW_PVRDMA);
+
+    /// The C value.
+    pub const fn as_raw(self) -> bindings::rdma_driver_id {
+        self.0
+    }
+}
+
+/// A 128-bit global identifier (C's `union ib_gid`), in network byte order.
+#[derive(Clone, Copy, PartialEq, Eq, Default, Debug)]
+#[repr(transparent)]
+pub struct Gid(pub [u8; 16]);
+
+impl Gid {
+    /// The all-zero GID (an empty table entry).
+    pub const ZERO: Self = Self([0; 16]);
+
+    /// Whether this is the all-zero GID.
+    pub fn is_zero(&self) -> bool {
+        self.0 == [0; 16]
+    }
+}
+
+/// The kind of a GID (C's `enum ib_gid_type`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum GidType {
+    /// InfiniBand.
+    Ib,
+    /// RoCE v1 (RoCE over Ethernet).
+    RoceV1,
+    /// RoCE v2 (RoCE over UDP/IP).
+    RoceV2,
+}
+
+/// The link layer of a port (C's `enum rdma_link_layer`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum LinkLayer {
+    /// InfiniBand.
+    InfiniBand,
+    /// Ethernet (RoCE).
+    Ethernet,
+}
+
+impl LinkLayer {
+    fn as_raw(self) -> bindings::rdma_link_layer {
+        match self {
+            Self::InfiniBand => bindings::rdma_link_layer_IB_LINK_LAYER_INFINIBAND,
+            Self::Ethernet => bindings::rdma_link_layer_IB_LINK_LAYER_ETHERNET,
+        }
+    }
+}
+
+/// An asynchronous event about a port or the whole device (a subset of C's
+/// `enum ib_event_type`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum PortEvent {
+    /// The port became active.
+    Active,
+    /// The port went down.
+    Error,
+    /// The LID changed.
+    LidChange,
+    /// The P_Key table changed.
+    PkeyChange,
+    /// The subnet manager changed.
+    SmChange,
+    /// Clients must re-register with the subnet manager.
+    ClientReregister,
+    /// The GID table changed.
+    GidChange,
+    /// The device failed.
+    DeviceFatal,
+}
+
+impl PortEvent {
+    fn as_raw(self) -> bindings::ib_event_type {
+        match self {
+            Self::Active => bindings::ib_event_type_IB_EVENT_PORT_ACTIVE,
+            Self::Error => bindings::ib_event_type_IB_EVENT_PORT_ERR,
+            Self::LidChange => bindings::ib_event_type_IB_EVENT_LID_CHANGE,
+            Self::PkeyChange => bindings::ib_event_type_IB_EVENT_PKEY_CHANGE,
+            Self::SmChange => bindings::ib_event_type_IB_EVENT_SM_CHANGE,
+            Self::ClientReregister => bindings::ib_event_type_IB_EVENT_CLIENT_REREGISTER,
+            Self::GidChange => bindings::ib_event_type_IB_EVENT_GID_CHANGE,
+            Self::DeviceFatal => bindings::ib_event_type_IB_EVENT_DEVICE_FATAL,
+        }
+    }
+}
+
+/// Capability bits of a port, for [`PortImmutable::set_core_cap_flags`] (C's
+/// `RDMA_CORE_PORT_*`).
+pub mod core_cap {
+    use crate::bindings;
+
+    /// A RoCE v1 port (C's `RDMA_CORE_PORT_IBA_ROCE`).
+    pub const IBA_ROCE: u32 = bindings::RDMA_CORE_CAP_PROT_ROCE
+        | bindings::RDMA_CORE_CAP_IB_MAD
+        | bindings::RDMA_CORE_CAP_IB_CM
+        | bindings::RDMA_CORE_CAP_AF_IB
+        | bindings::RDMA_CORE_CAP_ETH_AH;
+
+    /// A RoCE v2 port (C's `RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP`).
+    pub const IBA_ROCE_UDP_ENCAP: u32 = bindings::RDMA_CORE_CAP_PROT_ROCE_UDP_ENCAP
+        | bindings::RDMA_CORE_CAP_IB_MAD
+        | bindings::RDMA_CORE_CAP_IB_CM
+        | bindings::RDMA_CORE_CAP_AF_IB
+        | bindings::RDMA_CORE_CAP_ETH_AH;
+}
+
+/// The size of a management datagram (C's `IB_MGMT_MAD_SIZE`).
+pub const MGMT_MAD_SIZE: u32 = bindings::IB_MGMT_MAD_SIZE;

@@ -1,0 +1,460 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! RDMA devices: allocation, registration, and handles for code outside callbacks.
+
+use super::{
+    objects::{Cq, Qp, Srq},
+    ops::{build_ops, Operations},
+    table::ObjectTable,
+    PortEvent,
+};
+use crate::{
+    bindings, device,
+    error::{to_result, Result},
+    net,
+    prelude::*,
+    str::CStr,
+    sync::{new_mutex, Arc, Mutex},
+    types::Opaque,
+};
+use core::{marker::PhantomData, mem::size_of, ptr::NonNull};
+
+/// The allocation `_ib_alloc_device()` makes for a driver: the C device first (the RDMA core
+/// requires it at offset 0), then the object tables, then the driver's data.
+#[repr(C)]
+pub(super) struct DeviceStorage<T> {
+    ib: Opaque<bindings::ib_device>,
+    tables: Tables,
+    data: T,
+}
+
+/// The tables from device handles to live objects (see [`ObjectTable`]).
+#[pin_data]
+pub(super) struct Tables {
+    #[pin]
+    pub(super) qp: ObjectTable<bindings::ib_qp>,
+    #[pin]
+    pub(super) cq: ObjectTable<bindings::ib_cq>,
+    #[pin]
+    pub(super) srq: ObjectTable<bindings::ib_srq>,
+}
+
+impl Tables {
+    fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            qp <- ObjectTable::new(crate::c_str!("rdma::Tables::qp"), crate::static_lock_class!()),
+            cq <- ObjectTable::new(crate::c_str!("rdma::Tables::cq"), crate::static_lock_class!()),
+            srq <- ObjectTable::new(crate::c_str!("rdma::Tables::srq"), crate::static_lock_class!()),
+        })
+    }
+}
+
+/// An RDMA device of driver `T`, as seen from the driver's callbacks.
+///
+/// Dereferences to the driver's data `T`.
+///
+/// # Invariants
+///
+/// The wrapped `struct ib_device` is the head of a `DeviceStorage<T>` whose `data` is
+/// initialised, and `T`'s operations are installed on it. Values of this type only exist behind
+/// references handed out while that holds (callbacks of a device, or an [`UnregisteredDevice`] or
+/// [`Registration`] that owns it).
+#[repr(transparent)]
+pub struct Device<T: Operations>(Opaque<bindings::ib_device>, PhantomData<T>);
+
+// SAFETY: The C part is protected by the RDMA core's own locking; the data is `Sync`.
+unsafe impl<T: Operations> Sync for Device<T> {}
+// SAFETY: As for `Sync`; `T: Send`.
+unsafe impl<T: Operations> Send for Device<T> {}
+
+impl<T: Operations> Device<T> {
+    /// Borrows the device a callback was given.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must be a device allocated by [`UnregisteredDevice::<T>::new`], still allocated and
+    /// with its data initialised for the lifetime `'a`.
+    pub(super) unsafe fn from_raw<'a>(ptr: *mut bindings::ib_device) -> &'a Self {
+        // SAFETY: `Device<T>` is a transparent wrapper; validity is guaranteed by the caller.
+        unsafe { &*ptr.cast() }
+    }
+
+    /// The raw `struct ib_device` pointer.
+    pub fn as_raw(&self) -> *mut bindings::ib_device {
+        self.0.get()
+    }
+
+    /// The device's object tables.
+    pub(super) fn tables(&self) -> &Tables {
+        // SAFETY: By the type invariant the device heads a `DeviceStorage<T>`, whose tables are
+        // initialised before the data.
+        unsafe { &(*self.as_raw().cast::<DeviceStorage<T>>()).tables }
+    }
+
+    /// Runs `f` on the live QP the device knows as `handle`, if there is one.
+    ///
+    /// `f` runs with interrupts off and a lock held that keeps the QP from being destroyed: it
+    /// must not sleep. Returns `None` if no QP has that handle.
+    pub fn with_qp<R>(&self, handle: u32, f: impl FnOnce(&Qp<T>) -> R) -> Option<R> {
+        self.tables().qp.with(handle, |qp| {
+            // SAFETY: By the table's invariant the QP is live with initialised data while the
+            // table is locked, which it is while `f` runs.
+            f(unsafe { Qp::from_raw(qp) })
+        })
+    }
+
+    /// Runs `f` on the live CQ the device knows as `handle`, if there is one (see
+    /// [`Device::with_qp`]).
+    pub fn with_cq<R>(&self, handle: u32, f: impl FnOnce(&Cq<T>) -> R) -> Option<R> {
+        self.tables().cq.with(handle, |cq| {
+            // SAFETY: As in `with_qp`.
+            f(unsafe { Cq::from_raw(cq) })
+        })
+    }
+
+    /// Runs `f` on the live SRQ the device knows as `handle`, if there is one (see
+    /// [`Device::with_qp`]).
+    pub fn with_srq<R>(&self, handle: u32, f: impl FnOnce(&Srq<T>) -> R) -> Option<R> {
+        self.tables().srq.with(handle, |srq| {
+            // SAFETY: As in `with_qp`.
+            f(unsafe { Srq::from_raw(srq) })
+        })
+    }
+
+    /// The device's name, e.g. `vmw_pvrdma0` (empty before registration).
+    pub fn name(&self) -> &CStr {
+        // SAFETY: `name` is a NUL-terminated array inside a valid `ib_device`, written by the
+        // core before registration completes and then only renamed under the core's locks; the
+        // last byte is always NUL.
+        unsafe { CStr::from_char_ptr((*self.as_raw()).name.as_ptr()) }
+    }
+}
+
+impl<T: Operations> core::ops::Deref for Device<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        // SAFETY: By the type invariant the device heads a `DeviceStorage<T>` whose `data` is
+        // initialised; it stays so while `self` is borrowed.
+        unsafe { &(*self.as_raw().cast::<DeviceStorage<T>>()).data }
+    }
+}
+
+/// An allocated RDMA device that is not registered yet.
+///
+/// Dropping it drops the data and frees the device.
+///
+/// # Invariants
+///
+/// `ptr` is a device allocated by `_ib_alloc_device` with room for `DeviceStorage<T>`, its data
+/// is initialised, `T`'s operations are installed, and it is not registered.
+pub struct UnregisteredDevice<T: Operations> {
+    ptr: NonNull<DeviceStorage<T>>,
+}
+
+// SAFETY: The device can be configured, registered and freed from any thread.
+unsafe impl<T: Operations> Send for UnregisteredDevice<T> {}
+
+impl<T: Operations> UnregisteredDevice<T> {
+    /// Allocates a device whose parent is `parent`, and initialises its data with `init`.
+    ///
+    /// `module` owns the operations: while user space has the device open, it cannot be
+    /// unloaded.
+    pub fn new(
+        module: &'static ThisModule,
+        parent: &device::Device,
+        init: impl PinInit<T, Error>,
+    ) -> Result<Self> {
+        const {
+            assert!(
+                core::mem::offset_of!(DeviceStorage<T>, ib) == 0,
+                "the ib_device must come first"
+            )
+        };
+        // SAFETY: The size covers a whole `struct ib_device`; the result is NULL or a zeroed,
+        // initialised device of that size.
+        let raw = unsafe { bindings::_ib_alloc_device(size_of::<DeviceStorage<T>>()) };
+        let ptr = NonNull::new(raw.cast::<DeviceStorage<T>>()).ok_or(ENOMEM)?;
+        if ptr.as_ptr() as usize % core::mem::align_of::<DeviceStorage<T>>() != 0 {
+            // SAFETY: Allocated just above; nothing else knows it.
+            unsafe { bindings::ib_dealloc_device(raw) };
+            return Err(EINVAL);
+        }
+        // SAFETY: `tables` and `data` lie inside the allocation, are suitably aligned (checked
+        // above) and pinned (the allocation never moves). On failure the data is not initialised
+        // and is not dropped, the tables are dropped, and the device is freed.
+        let (tables, data) = unsafe {
+            (
+                core::ptr::addr_of_mut!((*ptr.as_ptr()).tables),
+                core::ptr::addr_of_mut!((*ptr.as_ptr()).data),
+            )
+        };
+        // SAFETY: See above. Initialising the tables cannot fail.
+        let Ok(()) = unsafe { Tables::new().__pinned_init(tables) };
+        // SAFETY: See above.
+        if let Err(e) = unsafe { init.__pinned_init(data) } {
+            // SAFETY: The tables were initialised above; the device was allocated just above and
+            // nothing else knows it.
+            unsafe {
+                core::ptr::drop_in_place(tables);
+                bindings::ib_dealloc_device(raw);
+            }
+            return Err(e);
+        }
+        let ops = build_ops::<T>(module);
+        // SAFETY: `raw` is a valid, unregistered device; `ib_set_device_ops` copies the table.
+        // Setting the parent before registration is what C drivers do too.
+        unsafe {
+            bindings::ib_set_device_ops(raw, &ops);
+            (*raw).__bindgen_anon_1.dev.parent = parent.as_raw();
+        }
+        // INVARIANT: Allocated with room for `DeviceStorage<T>`, data initialised, operations
+        // installed, not registered.
+        Ok(Self { ptr })
+    }
+
+    fn raw(&self) -> *mut bindings::ib_device {
+        self.ptr.as_ptr().cast()
+    }
+
+    /// The device, as callbacks will see it.
+    pub fn device(&self) -> &Device<T> {
+        // SAFETY: By the type invariant the device is allocated with its data initialised for as
+        // long as `self` lives.
+        unsafe { Device::from_raw(self.raw()) }
+    }
+
+    /// Sets the node GUID (already in network byte order, as devices report it).
+    pub fn set_node_guid(&mut self, guid_be: u64) {
+        // SAFETY: The device is valid and not registered, so nobody else reads the field yet.
+        unsafe { (*self.raw()).node_guid = guid_be };
+    }
+
+    /// Sizes the tables through which the device's handles of QPs, CQs and SRQs reach the live
+    /// objects (see [`Device::with_qp`]): a device handle `h` uses slot `h % size`, so the sizes
+    /// are usually the device's maximum object counts.
+    pub fn set_object_table_sizes(&mut self, qps: u32, cqs: u32, srqs: u32) -> Result {
+        let tables = self.device().tables();
+        tables.qp.resize(qps, GFP_KERNEL)?;
+        tables.cq.resize(cqs, GFP_KERNEL)?;
+        tables.srq.resize(srqs, GFP_KERNEL)
+    }
+
+    /// Sets the number of physical ports (ports are numbered from 1).
+    pub fn set_phys_port_cnt(&mut self, count: u32) {
+        // SAFETY: As in `set_node_guid`.
+        unsafe { (*self.raw()).phys_port_cnt = count };
+    }
+
+    /// Sets the number of completion vectors.
+    pub fn set_num_comp_vectors(&mut self, count: u32) {
+        // SAFETY: As in `set_node_guid`.
+        unsafe { (*self.raw()).num_comp_vectors = count.min(i32::MAX as u32) as i32 };
+    }
+
+    /// Marks the device a channel adapter (C's `RDMA_NODE_IB_CA`).
+    pub fn set_node_type_ca(&mut self) {
+        // SAFETY: As in `set_node_guid`.
+        unsafe { (*self.raw()).node_type = bindings::RDMA_NODE_IB_CA as u8 };
+    }
+
+    /// Associates `port` with the network device `ndev` (RoCE), before registration.
+    ///
+    /// The core keeps its own reference to `ndev` until it is replaced or the device is freed.
+    pub fn set_netdev(&mut self, port: u32, ndev: &net::device::Device) -> Result {
+        // SAFETY: Both devices are valid; the core takes its own reference.
+        to_result(unsafe { bindings::ib_device_set_netdev(self.raw(), ndev.as_raw(), port) })
+    }
+
+    /// Registers the device under `name` (a `printf`-style pattern such as `"foo%d"`), doing DMA
+    /// through `dma_device`.
+    ///
+    /// On success the returned [`Registration`] owns the device. If `handle` is given, it is
+    /// attached once registration completed and detached before unregistration.
+    pub fn register(
+        self,
+        name: &'static CStr,
+        dma_device: &device::Device,
+        handle: Option<Arc<DeviceHandle>>,
+    ) -> Result<Registration<T>> {
+        // SAFETY: The device is valid, initialised and not registered; `dma_device` outlives the
+        // registration because it is the device's parent (the caller's bound device).
+        to_result(unsafe {
+            bindings::ib_register_device(self.raw(), name.as_char_ptr(), dma_device.as_raw())
+        })?;
+        let ptr = self.ptr;
+        core::mem::forget(self);
+        let reg = Registration { ptr, handle };
+        if let Some(h) = &reg.handle {
+            h.attach(reg.raw(), core::any::TypeId::of::<T>());
+        }
+        Ok(reg)
+    }
+}
+
+impl<T: Operations> Drop for UnregisteredDevice<T> {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant the data is initialised and the device is not
+        // registered, so no callback can run: the data is dropped once, then the device freed.
+        unsafe {
+            core::ptr::drop_in_place(core::ptr::addr_of_mut!((*self.ptr.as_ptr()).data));
+            core::ptr::drop_in_place(core::ptr::addr_of_mut!((*self.ptr.as_ptr()).tables));
+            bindings::ib_dealloc_device(self.raw());
+        }
+    }
+}
+
+/// A registered RDMA device of driver `T`.
+///
+/// Dropping it detaches the [`DeviceHandle`], unregisters the device (after which the core calls
+/// no more callbacks: user contexts and their objects are destroyed through the driver's
+/// `dealloc_*` callbacks first), drops the driver's data, and frees the device.
+///
+/// # Invariants
+///
+/// `ptr` is a registered device as described for [`UnregisteredDevice`].
+pub struct Registration<T: Operations> {
+    ptr: NonNull<DeviceStorage<T>>,
+    handle: Option<Arc<DeviceHandle>>,
+}
+
+// SAFETY: The registration can be dropped from any thread.
+unsafe impl<T: Operations> Send for Registration<T> {}
+// SAFETY: `&Registration` only gives `&Device<T>`, which is `Sync`.
+unsafe impl<T: Operations> Sync for Registration<T> {}
+
+impl<T: Operations> Registration<T> {
+    fn raw(&self) -> *mut bindings::ib_device {
+        self.ptr.as_ptr().cast()
+    }
+
+    /// The registered device.
+    pub fn device(&self) -> &Device<T> {
+        // SAFETY: By the type invariant the device is registered and its data initialised for as
+        // long as `self` lives.
+        unsafe { Device::from_raw(self.raw()) }
+    }
+}
+
+impl<T: Operations> Drop for Registration<T> {
+    fn drop(&mut self) {
+        if let Some(h) = &self.handle {
+            h.detach();
+        }
+        // SAFETY: By the type invariant the device is registered. After unregistration no
+        // callback runs any more, so the data can be dropped, then the device freed.
+        unsafe {
+            bindings::ib_unregister_device(self.raw());
+            core::ptr::drop_in_place(core::ptr::addr_of_mut!((*self.ptr.as_ptr()).data));
+            core::ptr::drop_in_place(core::ptr::addr_of_mut!((*self.ptr.as_ptr()).tables));
+            bindings::ib_dealloc_device(self.raw());
+        }
+    }
+}
+
+/// A handle to a registered RDMA device for code that runs outside the device's callbacks.
+///
+/// Created empty, it is attached by [`UnregisteredDevice::register`] and detached when the
+/// [`Registration`] is dropped, before the device is unregistered. Operations on a detached
+/// handle do nothing. The handle serialises its users with a mutex, so it is for process
+/// context only (a threaded interrupt handler, a notifier, a work item).
+///
+/// # Invariants
+///
+/// When `dev` is `Some`, it points to a registered device, which stays registered while the
+/// mutex is held.
+///
+/// # Examples
+///
+/// ```
+/// use kernel::{prelude::*, rdma::{DeviceHandle, PortEvent}};
+///
+/// let handle = DeviceHandle::new()?;
+/// // Not attached to a registered device (yet, or any more): nothing reaches the RDMA core.
+/// assert!(!handle.is_attached());
+/// assert!(!handle.dispatch_port_event(1, PortEvent::Active));
+/// assert_eq!(handle.set_netdev(1, None), Err(ENODEV));
+/// # Ok::<(), Error>(())
+/// ```
+#[pin_data]
+pub struct DeviceHandle {
+    #[pin]
+    dev: Mutex<Option<DevPtr>>,
+}
+
+/// A device pointer that may be sent between threads (the `struct ib_device` is thread safe),
+/// with the type of the driver data of the device it points to.
+struct DevPtr(NonNull<bindings::ib_device>, core::any::TypeId);
+
+// SAFETY: `struct ib_device` may be used from any thread.
+unsafe impl Send for DevPtr {}
+
+impl DeviceHandle {
+    /// Creates a detached handle.
+    pub fn new() -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(Self {
+                dev <- new_mutex!(None, "rdma::DeviceHandle::dev"),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    fn attach(&self, dev: *mut bindings::ib_device, driver: core::any::TypeId) {
+        *self.dev.lock() = NonNull::new(dev).map(|d| DevPtr(d, driver));
+    }
+
+    /// Runs `f` on the registered device, if it is registered and its driver data is `T`.
+    ///
+    /// The device stays registered while `f` runs (it holds the handle's mutex: process context
+    /// only, and `f` must not unregister the device).
+    pub fn with_device<T: Operations, R>(&self, f: impl FnOnce(&Device<T>) -> R) -> Option<R> {
+        let guard = self.dev.lock();
+        let dev = guard.as_ref()?;
+        if dev.1 != core::any::TypeId::of::<T>() {
+            return None;
+        }
+        // SAFETY: By the type invariant the device is registered while the lock is held, and it
+        // was allocated by `UnregisteredDevice::<T>::new` (the type ID recorded at attachment
+        // matches `T`), so its data is initialised.
+        Some(f(unsafe { Device::from_raw(dev.0.as_ptr()) }))
+    }
+
+    fn detach(&self) {
+        *self.dev.lock() = None;
+    }
+
+    /// Whether the device is registered.
+    pub fn is_attached(&self) -> bool {
+        self.dev.lock().is_some()
+    }
+
+    /// Reports `event` on `port` to the RDMA core's clients. Returns whether it was reported.
+    pub fn dispatch_port_event(&self, port: u32, event: PortEvent) -> bool {
+        let guard = self.dev.lock();
+        let Some(dev) = guard.as_ref() else {
+            return false;
+        };
+        // SAFETY: All-zeroes is a valid `ib_event`.
+        let mut ev: bindings::ib_event = unsafe { core::mem::zeroed() };
+        ev.device = dev.0.as_ptr();
+        ev.element.port_num = port;
+        ev.event = event.as_raw();
+        // SAFETY: By the type invariant the device stays registered while the lock is held;
+        // `ib_dispatch_event` copies the event.
+        unsafe { bindings::ib_dispatch_event(&ev) };
+        true
+    }
+
+    /// Associates `port` with the network device `ndev`, or with none.
+    pub fn set_netdev(&self, port: u32, ndev: Option<&net::device::Device>) -> Result {
+        let guard = self.dev.lock();
+        let Some(dev) = guard.as_ref() else {
+            return Err(ENODEV);
+        };
+        let ndev = ndev.map_or(core::ptr::null_mut(), |n| n.as_raw());
+        // SAFETY: By the type invariant the device stays registered while the lock is held;
+        // `ndev` is NULL or valid, and the core takes its own reference.
+        to_result(unsafe { bindings::ib_device_set_netdev(dev.0.as_ptr(), ndev, port) })
+    }
+}

@@ -1,0 +1,281 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Objects the RDMA core allocates for a provider: user contexts, protection domains, CQs, QPs,
+//! SRQs and address handles.
+//!
+//! The core allocates `size_ib_*` bytes (zeroed), with the C object first, then calls the
+//! provider's `alloc_*` callback; on success the provider's data follows the C object. The
+//! `dealloc_*` callback gets the data back by value, and then the core frees the memory.
+
+use super::{ops::Operations, Device};
+use crate::{
+    bindings,
+    error::{code::EINVAL, to_result, Result},
+    types::Opaque,
+};
+use core::{marker::PhantomData, mem::MaybeUninit};
+
+/// The memory of a user context of driver `T`.
+#[repr(C)]
+pub(super) struct UserContextStorage<T: Operations> {
+    ib: Opaque<bindings::ib_ucontext>,
+    data: MaybeUninit<T::UserContext>,
+}
+
+/// Checks at build time that the core's allocation (at least 8-byte aligned) suits `S`.
+pub(super) const fn check_layout<S>() {
+    assert!(
+        core::mem::align_of::<S>() <= 8,
+        "driver object data needs more than 8-byte alignment"
+    );
+}
+
+impl<T: Operations> UserContextStorage<T> {
+    /// Stores the data of a freshly allocated context.
+    ///
+    /// # Safety
+    ///
+    /// `uctx` must be a context the core allocated with `size_ib_ucontext` bytes for a device of
+    /// driver `T`, whose data is not initialised.
+    pub(super) unsafe fn init(uctx: *mut bindings::ib_ucontext, data: T::UserContext) {
+        const { check_layout::<Self>() };
+        let this = uctx.cast::<Self>();
+        // SAFETY: `this` covers the allocation (guaranteed by the caller); `data` is written
+        // once, here.
+        unsafe { (*this).data.write(data) };
+    }
+
+    /// Takes the data of a context being deallocated.
+    ///
+    /// # Safety
+    ///
+    /// `uctx` must have been initialised with [`Self::init`] and not taken since.
+    pub(super) unsafe fn take(uctx: *mut bindings::ib_ucontext) -> T::UserContext {
+        // SAFETY: Guaranteed by the caller: the data is initialised and read out once.
+        unsafe { (*uctx.cast::<Self>()).data.assume_init_read() }
+    }
+}
+
+/// A live user context of driver `T`; dereferences to its data.
+///
+/// # Invariants
+///
+/// Wraps the `struct ib_ucontext` head of a `UserContextStorage<T>` whose data is initialised.
+#[repr(transparent)]
+pub struct UserContext<T: Operations>(Opaque<bindings::ib_ucontext>, PhantomData<T>);
+
+impl<T: Operations> UserContext<T> {
+    /// # Safety
+    ///
+    /// `ptr` must be a live context of driver `T` whose `alloc_ucontext` succeeded, for `'a`.
+    pub(super) unsafe fn from_raw<'a>(ptr: *mut bindings::ib_ucontext) -> &'a Self {
+        // SAFETY: Transparent wrapper; validity guaranteed by the caller.
+        unsafe { &*ptr.cast() }
+    }
+
+    fn as_raw(&self) -> *mut bindings::ib_ucontext {
+        self.0.get()
+    }
+
+    /// The device the context belongs to.
+    pub fn device(&self) -> &Device<T> {
+        // SAFETY: A live context's device is a live device of driver `T`.
+        unsafe { Device::from_raw((*self.as_raw()).device) }
+    }
+
+    /// Maps `pfn`'s `vma.size()` bytes of device memory (e.g. a doorbell page) into the calling
+    /// process at `vma`, uncached (C's `rdma_user_mmap_io()` with `pgprot_noncached()`).
+    ///
+    /// The core tracks the mapping and zaps it if the device goes away while it exists.
+    pub fn mmap_io_uncached(&self, vma: &mut Vma, pfn: u64) -> Result {
+        let raw = vma.as_raw();
+        let size = vma.size();
+        // SAFETY: `raw` is the VMA of the current `mmap` call on this context; reading its
+        // protection is allowed during the call.
+        let prot = unsafe { bindings::pgprot_noncached((*raw).vm_page_prot) };
+        // SAFETY: The context is live and this runs inside its `mmap` callback (the only place a
+        // `&mut Vma` exists), as `rdma_user_mmap_io` requires.
+        to_result(unsafe {
+            bindings::rdma_user_mmap_io(
+                self.as_raw(),
+                raw,
+                pfn as crate::ffi::c_ulong,
+                size as crate::ffi::c_ulong,
+                prot,
+                core::ptr::null_mut(),
+            )
+        })
+    }
+}
+
+impl<T: Operations> core::ops::Deref for UserContext<T> {
+    type Target = T::UserContext;
+
+    fn deref(&self) -> &T::UserContext {
+        // SAFETY: By the type invariant the data is initialised.
+        unsafe {
+            (*self.as_raw().cast::<UserContextStorage<T>>())
+                .data
+                .assume_init_ref()
+        }
+    }
+}
+
+/// The user-space mapping being created by an `mmap` callback (C's `struct vm_area_struct`).
+///
+/// # Invariants
+///
+/// Wraps a valid VMA whose `mmap` is in progress.
+#[repr(transparent)]
+pub struct Vma(Opaque<bindings::vm_area_struct>);
+
+impl Vma {
+    /// # Safety
+    ///
+    /// `ptr` must be a VMA in the middle of being mapped, valid for `'a`.
+    pub(super) unsafe fn from_raw<'a>(ptr: *mut bindings::vm_area_struct) -> &'a mut Self {
+        // SAFETY: Transparent wrapper; validity guaranteed by the caller.
+        unsafe { &mut *ptr.cast() }
+    }
+
+    fn as_raw(&self) -> *mut bindings::vm_area_struct {
+        self.0.get()
+    }
+
+    /// The start address.
+    pub fn start(&self) -> usize {
+        // SAFETY: The VMA is valid (type invariant).
+        unsafe { (*self.as_raw()).__bindgen_anon_1.__bindgen_anon_1.vm_start }
+    }
+
+    /// The end address (exclusive).
+    pub fn end(&self) -> usize {
+        // SAFETY: The VMA is valid (type invariant).
+        unsafe { (*self.as_raw()).__bindgen_anon_1.__bindgen_anon_1.vm_end }
+    }
+
+    /// The length in bytes.
+    pub fn size(&self) -> usize {
+        self.end().saturating_sub(self.start())
+    }
+
+    /// The offset user space passed to `mmap()`, in pages.
+    pub fn pgoff(&self) -> usize {
+        // SAFETY: The VMA is valid (type invariant).
+        unsafe { (*self.as_raw()).vm_pgoff }
+    }
+
+    /// Checks that the mapping is exactly `pages` pages long and starts at page offset `pgoff`.
+    pub fn expect(&self, pgoff: usize, pages: usize) -> Result {
+        if self.pgoff() != pgoff || self.size() != pages * crate::page::PAGE_SIZE {
+            return Err(EINVAL);
+        }
+        Ok(())
+    }
+}
+
+/// Defines, for one kind of object the RDMA core allocates (`size_ib_*` bytes, C object first),
+/// the storage type (`$storage`: the C object, then the driver's data `T::$data`) and the public
+/// wrapper (`$name`) through which callbacks see a live object.
+macro_rules! core_object {
+    ($(#[$doc:meta])* $name:ident, $storage:ident, $c:ident, $data:ident) => {
+        /// The memory of one object of driver `T`.
+        #[repr(C)]
+        pub(super) struct $storage<T: Operations> {
+            ib: Opaque<bindings::$c>,
+            data: MaybeUninit<T::$data>,
+        }
+
+        impl<T: Operations> $storage<T> {
+            /// Stores the data of a freshly allocated object.
+            ///
+            /// # Safety
+            ///
+            /// `ptr` must be an object the core allocated with the size the operations table
+            /// gives for this kind, for a device of driver `T`, whose data is not initialised.
+            pub(super) unsafe fn init(ptr: *mut bindings::$c, data: T::$data) {
+                const { check_layout::<Self>() };
+                // SAFETY: `ptr` covers the whole storage (guaranteed by the caller); the data is
+                // written once, here.
+                unsafe { (*ptr.cast::<Self>()).data.write(data) };
+            }
+
+            /// Takes the data of an object being destroyed.
+            ///
+            /// # Safety
+            ///
+            /// `ptr` must have been initialised with `init` and not taken since.
+            pub(super) unsafe fn take(ptr: *mut bindings::$c) -> T::$data {
+                // SAFETY: Guaranteed by the caller: the data is initialised and read out once.
+                unsafe { (*ptr.cast::<Self>()).data.assume_init_read() }
+            }
+        }
+
+        $(#[$doc])*
+        ///
+        /// # Invariants
+        ///
+        /// Wraps the C object at the head of a storage of driver `T` whose data is initialised.
+        #[repr(transparent)]
+        pub struct $name<T: Operations>(Opaque<bindings::$c>, PhantomData<T>);
+
+        impl<T: Operations> $name<T> {
+            /// # Safety
+            ///
+            /// `ptr` must be a live object of driver `T` whose creation succeeded (its data is
+            /// initialised), for `'a`.
+            pub(super) unsafe fn from_raw<'a>(ptr: *mut bindings::$c) -> &'a Self {
+                // SAFETY: Transparent wrapper; validity guaranteed by the caller.
+                unsafe { &*ptr.cast() }
+            }
+
+            /// The C object.
+            pub(super) fn as_raw(&self) -> *mut bindings::$c {
+                self.0.get()
+            }
+
+            /// The device the object belongs to.
+            pub fn device(&self) -> &Device<T> {
+                // SAFETY: A live object's device is a live device of driver `T`.
+                unsafe { Device::from_raw((*self.as_raw()).device) }
+            }
+        }
+
+        impl<T: Operations> core::ops::Deref for $name<T> {
+            type Target = T::$data;
+
+            fn deref(&self) -> &T::$data {
+                // SAFETY: By the type invariant the data is initialised; it is only taken out
+                // when the object is destroyed, after which no reference to it exists.
+                unsafe { (*self.as_raw().cast::<$storage<T>>()).data.assume_init_ref() }
+            }
+        }
+
+        // SAFETY: The data is `Send + Sync` (bounds of `Operations`); the C object is protected
+        // by the RDMA core.
+        unsafe impl<T: Operations> Sync for $name<T> {}
+        // SAFETY: As above.
+        unsafe impl<T: Operations> Send for $name<T> {}
+    };
+}
+
+core_object!(
+    /// A live protection domain of driver `T`; dereferences to its data.
+    Pd, PdStorage, ib_pd, Pd
+);
+core_object!(
+    /// A live completion queue of driver `T`; dereferences to its data.
+    Cq, CqStorage, ib_cq, Cq
+);
+core_object!(
+    /// A live queue pair of driver `T`; dereferences to its data.
+    Qp, QpStorage, ib_qp, Qp
+);
+core_object!(
+    /// A live shared receive queue of driver `T`; dereferences to its data.
+    Srq, SrqStorage, ib_srq, Srq
+);
+core_object!(
+    /// A live address handle of driver `T`; dereferences to its data.
+    Ah, AhStorage, ib_ah, Ah
+);

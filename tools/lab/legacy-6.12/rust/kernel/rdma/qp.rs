@@ -1,0 +1,514 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Queue pairs: creation, modification and query attributes, address vectors, events.
+
+use super::{
+    objects::{Cq, Qp, Srq},
+    ops::Operations,
+    Gid,
+};
+use crate::{bindings, types::Opaque};
+use core::marker::PhantomData;
+
+/// The transport of a QP (C's `enum ib_qp_type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QpType {
+    /// QP0, subnet management (InfiniBand only).
+    Smi,
+    /// QP1, general services (MADs).
+    Gsi,
+    /// Reliable connected.
+    Rc,
+    /// Unreliable connected.
+    Uc,
+    /// Unreliable datagram.
+    Ud,
+    /// Any other type (raw packet, XRC, driver specific), by its C value.
+    Other(u32),
+}
+
+impl QpType {
+    fn from_raw(raw: bindings::ib_qp_type) -> Self {
+        match raw {
+            bindings::ib_qp_type_IB_QPT_SMI => Self::Smi,
+            bindings::ib_qp_type_IB_QPT_GSI => Self::Gsi,
+            bindings::ib_qp_type_IB_QPT_RC => Self::Rc,
+            bindings::ib_qp_type_IB_QPT_UC => Self::Uc,
+            bindings::ib_qp_type_IB_QPT_UD => Self::Ud,
+            other => Self::Other(other),
+        }
+    }
+
+    /// Whether work requests name their destination with an address handle (UD and GSI).
+    pub fn is_datagram(self) -> bool {
+        matches!(self, Self::Ud | Self::Gsi | Self::Smi)
+    }
+}
+
+/// The sizes of a QP's queues (C's `struct ib_qp_cap`).
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct QpCap {
+    /// Send queue depth.
+    pub max_send_wr: u32,
+    /// Receive queue depth.
+    pub max_recv_wr: u32,
+    /// Scatter/gather entries per send work request.
+    pub max_send_sge: u32,
+    /// Scatter/gather entries per receive work request.
+    pub max_recv_sge: u32,
+    /// Bytes of inline data per send work request.
+    pub max_inline_data: u32,
+}
+
+impl QpCap {
+    fn from_raw(c: &bindings::ib_qp_cap) -> Self {
+        Self {
+            max_send_wr: c.max_send_wr,
+            max_recv_wr: c.max_recv_wr,
+            max_send_sge: c.max_send_sge,
+            max_recv_sge: c.max_recv_sge,
+            max_inline_data: c.max_inline_data,
+        }
+    }
+
+    fn write_raw(&self, c: &mut bindings::ib_qp_cap) {
+        c.max_send_wr = self.max_send_wr;
+        c.max_recv_wr = self.max_recv_wr;
+        c.max_send_sge = self.max_send_sge;
+        c.max_recv_sge = self.max_recv_sge;
+        c.max_inline_data = self.max_inline_data;
+    }
+}
+
+/// The attributes a QP is created with (C's `struct ib_qp_init_attr`), for driver `T`.
+///
+/// # Invariants
+///
+/// Wraps a valid `struct ib_qp_init_attr` for the duration of the create callback, whose CQs
+/// (and SRQ, if any) are live objects of driver `T`.
+#[repr(transparent)]
+pub struct QpInitAttr<T: Operations>(Opaque<bindings::ib_qp_init_attr>, PhantomData<T>);
+
+impl<T: Operations> QpInitAttr<T> {
+    /// # Safety
+    ///
+    /// `ptr` must be valid for reads and writes for `'a`, and its CQs and SRQ live objects of
+    /// driver `T`.
+    pub(super) unsafe fn from_raw<'a>(ptr: *mut bindings::ib_qp_init_attr) -> &'a mut Self {
+        // SAFETY: Transparent wrapper; validity guaranteed by the caller.
+        unsafe { &mut *ptr.cast() }
+    }
+
+    fn raw(&self) -> &bindings::ib_qp_init_attr {
+        // SAFETY: Valid by the type invariant.
+        unsafe { &*self.0.get() }
+    }
+
+    /// The transport.
+    pub fn qp_type(&self) -> QpType {
+        QpType::from_raw(self.raw().qp_type)
+    }
+
+    /// The CQ of the send queue.
+    pub fn send_cq(&self) -> Option<&Cq<T>> {
+        let cq = self.raw().send_cq;
+        // SAFETY: By the type invariant a non-NULL CQ is a live CQ of driver `T`, held by the
+        // core (it counts the QP's use of it) for longer than the callback.
+        (!cq.is_null()).then(|| unsafe { Cq::from_raw(cq) })
+    }
+
+    /// The CQ of the receive queue.
+    pub fn recv_cq(&self) -> Option<&Cq<T>> {
+        let cq = self.raw().recv_cq;
+        // SAFETY: As in `send_cq`.
+        (!cq.is_null()).then(|| unsafe { Cq::from_raw(cq) })
+    }
+
+    /// The shared receive queue, if the QP uses one.
+    pub fn srq(&self) -> Option<&Srq<T>> {
+        let srq = self.raw().srq;
+        // SAFETY: As in `send_cq`.
+        (!srq.is_null()).then(|| unsafe { Srq::from_raw(srq) })
+    }
+
+    /// The queue sizes asked for.
+    pub fn cap(&self) -> QpCap {
+        QpCap::from_raw(&self.raw().cap)
+    }
+
+    /// Reports the queue sizes actually given.
+    pub fn set_cap(&mut self, cap: &QpCap) {
+        // SAFETY: Valid for writes by the type invariant; `&mut self` is the only access.
+        cap.write_raw(unsafe { &mut (*self.0.get()).cap });
+    }
+
+    /// Whether every send work request produces a completion (otherwise only signalled ones).
+    pub fn sq_sig_all(&self) -> bool {
+        self.raw().sq_sig_type == bindings::ib_sig_type_IB_SIGNAL_ALL_WR
+    }
+
+    /// Creation flags (C's `IB_QP_CREATE_*`).
+    pub fn create_flags(&self) -> u32 {
+        self.raw().create_flags
+    }
+
+    /// The port (for GSI and SMI QPs).
+    pub fn port_num(&self) -> u32 {
+        self.raw().port_num
+    }
+}
+
+/// An address vector (C's `struct rdma_ah_attr`, RoCE flavour: global route plus MAC).
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct AhAttr {
+    /// Destination GID.
+    pub dgid: Gid,
+    /// Flow label.
+    pub flow_label: u32,
+    /// Source GID index.
+    pub sgid_index: u8,
+    /// Hop limit.
+    pub hop_limit: u8,
+    /// Traffic class.
+    pub traffic_class: u8,
+    /// Service level.
+    pub sl: u8,
+    /// Static rate.
+    pub static_rate: u8,
+    /// Port.
+    pub port_num: u32,
+    /// C's `IB_AH_GRH` and friends.
+    pub ah_flags: u8,
+    /// Destination MAC.
+    pub dmac: [u8; 6],
+    /// Whether the vector is a RoCE one (C's `RDMA_AH_ATTR_TYPE_ROCE`), which carries the MAC.
+    pub roce: bool,
+}
+
+impl AhAttr {
+    /// Reads an address vector. Only RoCE address vectors carry a MAC.
+    pub(super) fn from_raw(a: &bindings::rdma_ah_attr) -> Self {
+        let roce = a.type_ == bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE;
+        let dmac = if roce {
+            // SAFETY: The type says the union holds the RoCE member.
+            unsafe { a.__bindgen_anon_1.roce.dmac }
+        } else {
+            [0; 6]
+        };
+        Self {
+            // SAFETY: Any 16 bytes are a valid `raw` view of the GID union.
+            dgid: Gid(unsafe { a.grh.dgid.raw }),
+            flow_label: a.grh.flow_label,
+            sgid_index: a.grh.sgid_index,
+            hop_limit: a.grh.hop_limit,
+            traffic_class: a.grh.traffic_class,
+            sl: a.sl,
+            static_rate: a.static_rate,
+            port_num: a.port_num,
+            ah_flags: a.ah_flags,
+            dmac,
+            roce,
+        }
+    }
+
+    /// Writes a RoCE address vector (no GID attribute reference: queries do not take one).
+    fn write_raw(&self, a: &mut bindings::rdma_ah_attr) {
+        a.grh.sgid_attr = core::ptr::null();
+        a.grh.dgid.raw = self.dgid.0;
+        a.grh.flow_label = self.flow_label;
+        a.grh.sgid_index = self.sgid_index;
+        a.grh.hop_limit = self.hop_limit;
+        a.grh.traffic_class = self.traffic_class;
+        a.sl = self.sl;
+        a.static_rate = self.static_rate;
+        a.port_num = self.port_num;
+        a.ah_flags = self.ah_flags;
+        a.type_ = bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE;
+        a.__bindgen_anon_1.roce = bindings::roce_ah_attr { dmac: self.dmac };
+    }
+}
+
+/// QP attributes (C's `struct ib_qp_attr`), for modify (with a mask saying which are meant) and
+/// query.
+#[derive(Clone, Copy, Default, Debug)]
+pub struct QpAttr {
+    /// The state to move to / the current state (C's `enum ib_qp_state`, see [`qp_state`]).
+    pub qp_state: u32,
+    /// The state the consumer believes the QP is in.
+    pub cur_qp_state: u32,
+    /// Path MTU (C's `enum ib_mtu`).
+    pub path_mtu: u32,
+    /// Path migration state.
+    pub path_mig_state: u32,
+    /// Q_Key (UD).
+    pub qkey: u32,
+    /// Receive PSN.
+    pub rq_psn: u32,
+    /// Send PSN.
+    pub sq_psn: u32,
+    /// Destination QP number.
+    pub dest_qp_num: u32,
+    /// C's `IB_ACCESS_*` flags for remote access.
+    pub qp_access_flags: u32,
+    /// Queue sizes.
+    pub cap: QpCap,
+    /// Primary path.
+    pub ah_attr: AhAttr,
+    /// Alternate path.
+    pub alt_ah_attr: AhAttr,
+    /// P_Key index.
+    pub pkey_index: u16,
+    /// Alternate P_Key index.
+    pub alt_pkey_index: u16,
+    /// Ask for an event when the send queue drained.
+    pub en_sqd_async_notify: u8,
+    /// Whether the send queue is draining (query).
+    pub sq_draining: u8,
+    /// Outstanding RDMA reads/atomics as initiator.
+    pub max_rd_atomic: u8,
+    /// Outstanding RDMA reads/atomics as responder.
+    pub max_dest_rd_atomic: u8,
+    /// RNR NAK timer.
+    pub min_rnr_timer: u8,
+    /// Port.
+    pub port_num: u32,
+    /// Local ACK timeout.
+    pub timeout: u8,
+    /// Retry count.
+    pub retry_cnt: u8,
+    /// RNR retry count.
+    pub rnr_retry: u8,
+    /// Alternate port.
+    pub alt_port_num: u32,
+    /// Alternate local ACK timeout.
+    pub alt_timeout: u8,
+    /// Rate limit.
+    pub rate_limit: u32,
+}
+
+impl QpAttr {
+    pub(super) fn from_raw(a: &bindings::ib_qp_attr) -> Self {
+        Self {
+            qp_state: a.qp_state,
+            cur_qp_state: a.cur_qp_state,
+            path_mtu: a.path_mtu,
+            path_mig_state: a.path_mig_state,
+            qkey: a.qkey,
+            rq_psn: a.rq_psn,
+            sq_psn: a.sq_psn,
+            dest_qp_num: a.dest_qp_num,
+            qp_access_flags: a.qp_access_flags as u32,
+            cap: QpCap::from_raw(&a.cap),
+            ah_attr: AhAttr::from_raw(&a.ah_attr),
+            alt_ah_attr: AhAttr::from_raw(&a.alt_ah_attr),
+            pkey_index: a.pkey_index,
+            alt_pkey_index: a.alt_pkey_index,
+            en_sqd_async_notify: a.en_sqd_async_notify,
+            sq_draining: a.sq_draining,
+            max_rd_atomic: a.max_rd_atomic,
+            max_dest_rd_atomic: a.max_dest_rd_atomic,
+            min_rnr_timer: a.min_rnr_timer,
+            port_num: a.port_num,
+            timeout: a.timeout,
+            retry_cnt: a.retry_cnt,
+            rnr_retry: a.rnr_retry,
+            alt_port_num: a.alt_port_num,
+            alt_timeout: a.alt_timeout,
+            rate_limit: a.rate_limit,
+        }
+    }
+
+    pub(super) fn write_raw(&self, a: &mut bindings::ib_qp_attr) {
+        a.qp_state = self.qp_state;
+        a.cur_qp_state = self.cur_qp_state;
+        a.path_mtu = self.path_mtu;
+        a.path_mig_state = self.path_mig_state;
+        a.qkey = self.qkey;
+        a.rq_psn = self.rq_psn;
+        a.sq_psn = self.sq_psn;
+        a.dest_qp_num = self.dest_qp_num;
+        a.qp_access_flags = self.qp_access_flags as i32;
+        self.cap.write_raw(&mut a.cap);
+        self.ah_attr.write_raw(&mut a.ah_attr);
+        self.alt_ah_attr.write_raw(&mut a.alt_ah_attr);
+        a.pkey_index = self.pkey_index;
+        a.alt_pkey_index = self.alt_pkey_index;
+        a.en_sqd_async_notify = self.en_sqd_async_notify;
+        a.sq_draining = self.sq_draining;
+        a.max_rd_atomic = self.max_rd_atomic;
+        a.max_dest_rd_atomic = self.max_dest_rd_atomic;
+        a.min_rnr_timer = self.min_rnr_timer;
+        a.port_num = self.port_num;
+        a.timeout = self.timeout;
+        a.retry_cnt = self.retry_cnt;
+        a.rnr_retry = self.rnr_retry;
+        a.alt_port_num = self.alt_port_num;
+        a.alt_timeout = self.alt_timeout;
+        a.rate_limit = self.rate_limit;
+    }
+}
+
+/// What `query_qp` reports: the attributes, and the creation attributes that can be queried.
+#[derive(Clone, Copy, Default, Debug)]
+pub struct QpQuery {
+    /// The current attributes.
+    pub attr: QpAttr,
+    /// The queue sizes (also reported as creation attributes).
+    pub init_cap: QpCap,
+    /// Whether every send work request is signalled.
+    pub sq_sig_all: bool,
+}
+
+/// QP states (C's `enum ib_qp_state`).
+pub mod qp_state {
+    use crate::bindings;
+    /// Reset.
+    pub const RESET: u32 = bindings::ib_qp_state_IB_QPS_RESET;
+    /// Initialised.
+    pub const INIT: u32 = bindings::ib_qp_state_IB_QPS_INIT;
+    /// Ready to receive.
+    pub const RTR: u32 = bindings::ib_qp_state_IB_QPS_RTR;
+    /// Ready to send.
+    pub const RTS: u32 = bindings::ib_qp_state_IB_QPS_RTS;
+    /// Send queue drained.
+    pub const SQD: u32 = bindings::ib_qp_state_IB_QPS_SQD;
+    /// Send queue error.
+    pub const SQE: u32 = bindings::ib_qp_state_IB_QPS_SQE;
+    /// Error.
+    pub const ERR: u32 = bindings::ib_qp_state_IB_QPS_ERR;
+}
+
+/// Which attributes of a [`QpAttr`] a modify or query concerns (C's `enum ib_qp_attr_mask`).
+pub mod qp_attr_mask {
+    use crate::bindings;
+    /// `qp_state`.
+    pub const STATE: u32 = bindings::ib_qp_attr_mask_IB_QP_STATE;
+    /// `cur_qp_state`.
+    pub const CUR_STATE: u32 = bindings::ib_qp_attr_mask_IB_QP_CUR_STATE;
+    /// `en_sqd_async_notify`.
+    pub const EN_SQD_ASYNC_NOTIFY: u32 = bindings::ib_qp_attr_mask_IB_QP_EN_SQD_ASYNC_NOTIFY;
+    /// `qp_access_flags`.
+    pub const ACCESS_FLAGS: u32 = bindings::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS;
+    /// `pkey_index`.
+    pub const PKEY_INDEX: u32 = bindings::ib_qp_attr_mask_IB_QP_PKEY_INDEX;
+    /// `port_num`.
+    pub const PORT: u32 = bindings::ib_qp_attr_mask_IB_QP_PORT;
+    /// `qkey`.
+    pub const QKEY: u32 = bindings::ib_qp_attr_mask_IB_QP_QKEY;
+    /// `ah_attr`.
+    pub const AV: u32 = bindings::ib_qp_attr_mask_IB_QP_AV;
+    /// `path_mtu`.
+    pub const PATH_MTU: u32 = bindings::ib_qp_attr_mask_IB_QP_PATH_MTU;
+    /// `timeout`.
+    pub const TIMEOUT: u32 = bindings::ib_qp_attr_mask_IB_QP_TIMEOUT;
+    /// `retry_cnt`.
+    pub const RETRY_CNT: u32 = bindings::ib_qp_attr_mask_IB_QP_RETRY_CNT;
+    /// `rnr_retry`.
+    pub const RNR_RETRY: u32 = bindings::ib_qp_attr_mask_IB_QP_RNR_RETRY;
+    /// `rq_psn`.
+    pub const RQ_PSN: u32 = bindings::ib_qp_attr_mask_IB_QP_RQ_PSN;
+    /// `max_rd_atomic`.
+    pub const MAX_QP_RD_ATOMIC: u32 = bindings::ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC;
+    /// `alt_*`.
+    pub const ALT_PATH: u32 = bindings::ib_qp_attr_mask_IB_QP_ALT_PATH;
+    /// `min_rnr_timer`.
+    pub const MIN_RNR_TIMER: u32 = bindings::ib_qp_attr_mask_IB_QP_MIN_RNR_TIMER;
+    /// `sq_psn`.
+    pub const SQ_PSN: u32 = bindings::ib_qp_attr_mask_IB_QP_SQ_PSN;
+    /// `max_dest_rd_atomic`.
+    pub const MAX_DEST_RD_ATOMIC: u32 = bindings::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC;
+    /// `path_mig_state`.
+    pub const PATH_MIG_STATE: u32 = bindings::ib_qp_attr_mask_IB_QP_PATH_MIG_STATE;
+    /// `cap`.
+    pub const CAP: u32 = bindings::ib_qp_attr_mask_IB_QP_CAP;
+    /// `dest_qp_num`.
+    pub const DEST_QPN: u32 = bindings::ib_qp_attr_mask_IB_QP_DEST_QPN;
+    /// Every attribute of the IB spec (C's `IB_QP_ATTR_STANDARD_BITS`).
+    pub const STANDARD_BITS: u32 = (1 << 21) - 1;
+}
+
+/// Whether the IB spec allows moving a QP of type `qp_type` from state `cur` to `next` with the
+/// attributes in `mask` (C's `ib_modify_qp_is_ok()`).
+pub fn modify_qp_is_ok(cur: u32, next: u32, qp_type: QpType, mask: u32) -> bool {
+    let raw_type = match qp_type {
+        QpType::Smi => bindings::ib_qp_type_IB_QPT_SMI,
+        QpType::Gsi => bindings::ib_qp_type_IB_QPT_GSI,
+        QpType::Rc => bindings::ib_qp_type_IB_QPT_RC,
+        QpType::Uc => bindings::ib_qp_type_IB_QPT_UC,
+        QpType::Ud => bindings::ib_qp_type_IB_QPT_UD,
+        QpType::Other(t) => t,
+    };
+    if cur > qp_state::ERR || next > qp_state::ERR {
+        return false;
+    }
+    // SAFETY: A pure function of its arguments; the states are in range (checked above), which
+    // its table lookup needs.
+    unsafe { bindings::ib_modify_qp_is_ok(cur, next, raw_type, mask) }
+}
+
+/// Asynchronous events about a QP (C's `enum ib_event_type`, the QP subset).
+pub mod qp_event {
+    use crate::bindings;
+    /// Fatal error.
+    pub const FATAL: u32 = bindings::ib_event_type_IB_EVENT_QP_FATAL;
+    /// Invalid request on the responder side.
+    pub const REQ_ERR: u32 = bindings::ib_event_type_IB_EVENT_QP_REQ_ERR;
+    /// Access error on the responder side.
+    pub const ACCESS_ERR: u32 = bindings::ib_event_type_IB_EVENT_QP_ACCESS_ERR;
+    /// Communication established.
+    pub const COMM_EST: u32 = bindings::ib_event_type_IB_EVENT_COMM_EST;
+    /// The send queue drained.
+    pub const SQ_DRAINED: u32 = bindings::ib_event_type_IB_EVENT_SQ_DRAINED;
+    /// Path migrated.
+    pub const PATH_MIG: u32 = bindings::ib_event_type_IB_EVENT_PATH_MIG;
+    /// Path migration failed.
+    pub const PATH_MIG_ERR: u32 = bindings::ib_event_type_IB_EVENT_PATH_MIG_ERR;
+    /// The last WQE of a QP on an SRQ was reached.
+    pub const LAST_WQE_REACHED: u32 = bindings::ib_event_type_IB_EVENT_QP_LAST_WQE_REACHED;
+}
+
+impl<T: Operations> Qp<T> {
+    /// The QP number.
+    pub fn qp_num(&self) -> u32 {
+        // SAFETY: The QP is live (type invariant); `qp_num` is set at creation.
+        unsafe { (*self.as_raw()).qp_num }
+    }
+
+    /// The transport.
+    pub fn qp_type(&self) -> QpType {
+        // SAFETY: The QP is live (type invariant); the type never changes.
+        QpType::from_raw(unsafe { (*self.as_raw()).qp_type })
+    }
+
+    /// Reports an asynchronous event (one of [`qp_event`]) to the QP's consumer. Returns whether
+    /// it was delivered. May be called from interrupt context.
+    pub fn dispatch_event(&self, event: u32) -> bool {
+        use qp_event::*;
+        if ![
+            FATAL,
+            REQ_ERR,
+            ACCESS_ERR,
+            COMM_EST,
+            SQ_DRAINED,
+            PATH_MIG,
+            PATH_MIG_ERR,
+            LAST_WQE_REACHED,
+        ]
+        .contains(&event)
+        {
+            return false;
+        }
+        let qp = self.as_raw();
+        // SAFETY: The object is live (type invariant); its device, handler and context are fixed
+        // while it lives, and the element names it.
+        unsafe {
+            super::event::deliver(
+                (*qp).device,
+                (*qp).event_handler,
+                (*qp).qp_context,
+                event,
+                |e| e.qp = qp,
+            )
+        }
+    }
+}

@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Read-only sysfs attributes of an RDMA device (`/sys/class/infiniband/<dev>/<name>`), the way
+//! providers that predate netlink expose `hw_rev`, `hca_type` or `board_id`.
+//!
+//! Define them with [`rdma_device_attributes!`](crate::rdma_device_attributes) and name the group
+//! in [`Operations::DEVICE_GROUP`](super::Operations::DEVICE_GROUP).
+
+use super::{device::Device, ops::Operations};
+use crate::{bindings, ffi::c_char, page::PAGE_SIZE, str::CStr, types::Opaque};
+use core::marker::PhantomData;
+
+/// What an attribute's `show` function writes into: the sysfs page, used with `write!`. Output
+/// beyond the page is cut.
+pub struct SysfsBuf<'a> {
+    buf: &'a mut [u8],
+    len: usize,
+}
+
+impl core::fmt::Write for SysfsBuf<'_> {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        let n = s.len().min(self.buf.len() - self.len);
+        self.buf[self.len..self.len + n].copy_from_slice(&s.as_bytes()[..n]);
+        self.len += n;
+        Ok(())
+    }
+}
+
+/// The signature of an attribute's `show` function.
+pub type ShowFn<T> = fn(&Device<T>, &mut SysfsBuf<'_>) -> core::fmt::Result;
+
+/// A read-only device attribute of driver `T` (C's `struct device_attribute`).
+///
+/// # Invariants
+///
+/// `attr` is the first field, so a pointer to it is a pointer to the whole value; its `show`
+/// callback is [`DeviceAttribute::show_callback`].
+#[repr(C)]
+pub struct DeviceAttribute<T: Operations> {
+    attr: Opaque<bindings::device_attribute>,
+    show: ShowFn<T>,
+    _p: PhantomData<T>,
+}
+
+// SAFETY: The C attribute is only read (by sysfs) after it was built at compile time; `show` is
+// a plain function pointer.
+unsafe impl<T: Operations> Sync for DeviceAttribute<T> {}
+
+impl<T: Operations> DeviceAttribute<T> {
+    /// An attribute `name` (mode 0444) whose contents `show` writes.
+    pub const fn new(name: &'static CStr, show: ShowFn<T>) -> Self {
+        // SAFETY: All-zeroes is a valid `device_attribute` (no callbacks, no name, no key).
+        let mut attr: bindings::device_attribute = unsafe { core::mem::zeroed() };
+        attr.attr.name = name.as_char_ptr();
+        attr.attr.mode = 0o444;
+        attr.show = Some(Self::show_callback);
+        // INVARIANT: `attr` comes first (`repr(C)`) and its `show` is `show_callback`.
+        Self {
+            attr: Opaque::new(attr),
+            show,
+            _p: PhantomData,
+        }
+    }
+
+    /// The C attribute, for the attribute array of a group.
+    pub const fn as_attr_ptr(&'static self) -> *mut bindings::attribute {
+        // `attr` is the first field of `device_attribute`.
+        self.attr.get().cast()
+    }
+
+    /// The C callback.
+    ///
+    /// # Safety
+    ///
+    /// Only sysfs calls it, for an attribute of a group installed on a device of driver `T`,
+    /// with that device's `struct device` and a page-sized buffer.
+    unsafe extern "C" fn show_callback(
+        dev: *mut bindings::device,
+        attr: *mut bindings::device_attribute,
+        buf: *mut c_char,
+    ) -> isize {
+        let offset = core::mem::offset_of!(bindings::ib_device, __bindgen_anon_1.dev);
+        // SAFETY: The attribute belongs to a group installed on a device of driver `T`, so `dev`
+        // is embedded in the `ib_device` of such a device, whose data is initialised: sysfs
+        // removes the attributes (and waits for running `show`s) during unregistration, before
+        // the data is dropped.
+        let ib = unsafe { Device::<T>::from_raw(dev.cast::<u8>().sub(offset).cast()) };
+        // SAFETY: By the type invariant `attr` is the head of a `DeviceAttribute<T>`.
+        let this = unsafe { &*attr.cast::<Self>() };
+        // SAFETY: sysfs passes a buffer of `PAGE_SIZE` bytes, ours for the call.
+        let page = unsafe { core::slice::from_raw_parts_mut(buf.cast::<u8>(), PAGE_SIZE) };
+        let mut out = SysfsBuf { buf: page, len: 0 };
+        match (this.show)(ib, &mut out) {
+            Ok(()) => out.len as isize,
+            Err(_) => -(bindings::EINVAL as isize),
+        }
+    }
+}
+
+/// A group of device attributes (C's `struct attribute_group`); build it with
+/// [`rdma_device_attributes!`](crate::rdma_device_attributes).
+#[repr(transparent)]
+pub struct AttributeGroup(Opaque<bindings::attribute_group>);
+
+// SAFETY: The group is built at compile time and then only read by sysfs.
+unsafe impl Sync for AttributeGroup {}
+
+impl AttributeGroup {
+    /// A group of the NULL-terminated attribute array `attrs`.
+    ///
+    /// # Safety
+    ///
+    /// `attrs` must point to a NULL-terminated array of attributes that live forever; each one a
+    /// [`DeviceAttribute`] of the driver whose [`Operations::DEVICE_GROUP`] names this group.
+    pub const unsafe fn new(attrs: *const *mut bindings::attribute) -> Self {
+        // SAFETY: All-zeroes is a valid `attribute_group`.
+        let mut group: bindings::attribute_group = unsafe { core::mem::zeroed() };
+        group.attrs = attrs.cast_mut();
+        Self(Opaque::new(group))
+    }
+
+    pub(super) fn as_raw(&'static self) -> *const bindings::attribute_group {
+        self.0.get()
+    }
+}
+
+/// A NULL-terminated array of attribute pointers that may live in a `static`.
+#[repr(transparent)]
+pub struct AttributeArray<const N: usize>(pub [*mut bindings::attribute; N]);
+
+// SAFETY: The pointers point to `'static`, `Sync` attributes and are never written.
+unsafe impl<const N: usize> Sync for AttributeArray<N> {}
+
+/// Defines the read-only sysfs attributes of driver `$t`'s RDMA devices, as a `static`
+/// [`AttributeGroup`] named `$group`.
+///
+/// ```ignore
+/// kernel::rdma_device_attributes! {
+///     static ATTRS: MyDriver = {
+///         "hw_rev" => |_dev, out| writeln!(out, "1"),
+///     };
+/// }
+/// // and in `impl rdma::Operations for MyDriver`:
+/// // const DEVICE_GROUP: Option<&'static rdma::AttributeGroup> = Some(&ATTRS);
+/// ```
+#[macro_export]
+macro_rules! rdma_device_attributes {
+    ($vis:vis static $group:ident: $t:ty = { $($name:literal => $show:expr),+ $(,)? };) => {
+        $vis static $group: $crate::rdma::AttributeGroup = {
+            const COUNT: usize = [$($name),+].len();
+            static ATTRS: [$crate::rdma::DeviceAttribute<$t>; COUNT] = [
+                $($crate::rdma::DeviceAttribute::<$t>::new($crate::c_str!($name), $show)),+
+            ];
+            static PTRS: $crate::rdma::AttributeArray<{ COUNT + 1 }> = {
+                let mut ptrs = [::core::ptr::null_mut(); COUNT + 1];
+                let mut i = 0;
+                while i < COUNT {
+                    ptrs[i] = ATTRS[i].as_attr_ptr();
+                    i += 1;
+                }
+                $crate::rdma::AttributeArray(ptrs)
+            };
+            // SAFETY: `PTRS` is a NULL-terminated array of `'static` attributes of driver `$t`.
+            unsafe { $crate::rdma::AttributeGroup::new(PTRS.0.as_ptr()) }
+        };
+    };
+}

@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Pinned user memory (C's `struct ib_umem`).
+//!
+//! C header: [`include/rdma/ib_umem.h`](srctree/include/rdma/ib_umem.h)
+
+use super::{ops::Operations, Device};
+use crate::{
+    bindings,
+    dma::DmaAddress,
+    error::{from_err_ptr, Result},
+    page::PAGE_SIZE,
+};
+use core::ptr::NonNull;
+
+/// A range of user memory, pinned and mapped for DMA by the device; unpinned when dropped.
+///
+/// # Invariants
+///
+/// `ptr` is a umem returned by `ib_umem_get()` and not released yet.
+pub struct Umem {
+    ptr: NonNull<bindings::ib_umem>,
+}
+
+// SAFETY: A umem may be used and released from any thread.
+unsafe impl Send for Umem {}
+// SAFETY: Shared access only reads it.
+unsafe impl Sync for Umem {}
+
+impl Umem {
+    /// Pins `size` bytes of the calling process's memory at `addr`, for access `access` (C's
+    /// `IB_ACCESS_*` flags; with `LOCAL_WRITE` or remote write the pages are pinned writable), and
+    /// maps them for DMA by `dev`.
+    ///
+    /// Fails with `EINVAL` for an empty or wrapping range, `ENOMEM` if the pinned memory limit is
+    /// exceeded, `EFAULT` if the range is not mapped.
+    pub fn get<T: Operations>(dev: &Device<T>, addr: u64, size: u64, access: u32) -> Result<Self> {
+        if size == 0 || addr.checked_add(size).is_none() {
+            return Err(crate::error::code::EINVAL);
+        }
+        let size = usize::try_from(size).map_err(|_| crate::error::code::EINVAL)?;
+        let addr = usize::try_from(addr).map_err(|_| crate::error::code::EINVAL)?;
+        // SAFETY: `dev` is a live device; `ib_umem_get` checks the range against the current
+        // process's mappings itself.
+        let raw = from_err_ptr(unsafe {
+            bindings::ib_umem_get(dev.as_raw(), addr as _, size, access as i32)
+        })?;
+        let ptr = NonNull::new(raw).ok_or(crate::error::code::ENOMEM)?;
+        // INVARIANT: Just returned by `ib_umem_get`.
+        Ok(Self { ptr })
+    }
+
+    /// The number of `PAGE_SIZE` blocks the range covers (C's `ib_umem_num_dma_blocks()`).
+    pub fn num_pages(&self) -> usize {
+        // SAFETY: The umem is valid (type invariant).
+        unsafe { bindings::ib_umem_num_dma_blocks(self.ptr.as_ptr(), PAGE_SIZE as _) }
+    }
+
+    /// Calls `f` with the bus address of every `PAGE_SIZE` block, in order, stopping at the
+    /// first error.
+    pub fn for_each_page(&self, mut f: impl FnMut(DmaAddress) -> Result) -> Result {
+        // SAFETY: All-zeroes is a valid iterator before it is started.
+        let mut iter: bindings::ib_block_iter = unsafe { core::mem::zeroed() };
+        // SAFETY: The umem is valid (type invariant) and mapped; the iterator walks its
+        // scatterlist, which stays unchanged until the umem is released.
+        unsafe {
+            bindings::rdma_umem_block_iter_start(&mut iter, self.ptr.as_ptr(), PAGE_SIZE as _)
+        };
+        // SAFETY: As above; `iter` was started on this umem.
+        while unsafe { bindings::__rdma_block_iter_next(&mut iter) } {
+            // SAFETY: `iter` points at a block (the call above returned true).
+            f(unsafe { bindings::rdma_block_iter_dma_address(&mut iter) })?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Umem {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant the umem was not released yet; it is released once.
+        unsafe { bindings::ib_umem_release(self.ptr.as_ptr()) };
+    }
+}

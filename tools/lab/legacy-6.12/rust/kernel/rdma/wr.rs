@@ -1,0 +1,359 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Work requests that kernel consumers post to QPs (C's `struct ib_send_wr` and
+//! `struct ib_recv_wr` chains).
+
+use super::{
+    mr::Mr,
+    objects::{Ah, Qp},
+    ops::Operations,
+};
+use crate::{bindings, error::Error};
+use core::marker::PhantomData;
+
+/// A scatter/gather entry (C's `struct ib_sge`).
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct Sge {
+    /// Address (as the MR maps it).
+    pub addr: u64,
+    /// Length in bytes.
+    pub length: u32,
+    /// Local key of the MR.
+    pub lkey: u32,
+}
+
+const _: () = {
+    assert!(core::mem::size_of::<Sge>() == core::mem::size_of::<bindings::ib_sge>());
+    assert!(core::mem::offset_of!(Sge, lkey) == core::mem::offset_of!(bindings::ib_sge, lkey));
+};
+
+/// The scatter/gather list of a work request.
+///
+/// # Safety
+///
+/// `list` must point to `num` valid entries (or be anything if `num <= 0`), for `'a`.
+unsafe fn sge_slice<'a>(list: *const bindings::ib_sge, num: i32) -> &'a [Sge] {
+    if num <= 0 || list.is_null() {
+        return &[];
+    }
+    // SAFETY: `Sge` has the layout of `ib_sge` (checked above); the caller guarantees `num`
+    // valid entries, which the consumer does not change while the post runs.
+    unsafe { core::slice::from_raw_parts(list.cast::<Sge>(), num as usize) }
+}
+
+/// Work request opcodes (C's `enum ib_wr_opcode`).
+pub mod wr_opcode {
+    use crate::bindings;
+    /// RDMA write.
+    pub const RDMA_WRITE: u32 = bindings::ib_wr_opcode_IB_WR_RDMA_WRITE;
+    /// RDMA write with immediate data.
+    pub const RDMA_WRITE_WITH_IMM: u32 = bindings::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM;
+    /// Send.
+    pub const SEND: u32 = bindings::ib_wr_opcode_IB_WR_SEND;
+    /// Send with immediate data.
+    pub const SEND_WITH_IMM: u32 = bindings::ib_wr_opcode_IB_WR_SEND_WITH_IMM;
+    /// RDMA read.
+    pub const RDMA_READ: u32 = bindings::ib_wr_opcode_IB_WR_RDMA_READ;
+    /// Atomic compare and swap.
+    pub const ATOMIC_CMP_AND_SWP: u32 = bindings::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP;
+    /// Atomic fetch and add.
+    pub const ATOMIC_FETCH_AND_ADD: u32 = bindings::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD;
+    /// Send with invalidate.
+    pub const SEND_WITH_INV: u32 = bindings::ib_wr_opcode_IB_WR_SEND_WITH_INV;
+    /// Local invalidate.
+    pub const LOCAL_INV: u32 = bindings::ib_wr_opcode_IB_WR_LOCAL_INV;
+    /// Fast registration of an MR.
+    pub const REG_MR: u32 = bindings::ib_wr_opcode_IB_WR_REG_MR;
+}
+
+/// Send flags (C's `enum ib_send_flags`).
+pub mod send_flags {
+    use crate::bindings;
+    /// Wait for earlier RDMA reads/atomics.
+    pub const FENCE: u32 = bindings::ib_send_flags_IB_SEND_FENCE as u32;
+    /// Produce a completion.
+    pub const SIGNALED: u32 = bindings::ib_send_flags_IB_SEND_SIGNALED as u32;
+    /// Solicited event at the receiver.
+    pub const SOLICITED: u32 = bindings::ib_send_flags_IB_SEND_SOLICITED as u32;
+    /// Data inline in the work request.
+    pub const INLINE: u32 = bindings::ib_send_flags_IB_SEND_INLINE as u32;
+}
+
+/// The remote side of an RDMA read or write.
+#[derive(Clone, Copy, Debug)]
+pub struct RdmaFields {
+    /// Remote address.
+    pub remote_addr: u64,
+    /// Remote key.
+    pub rkey: u32,
+}
+
+/// The operands of an atomic operation.
+#[derive(Clone, Copy, Debug)]
+pub struct AtomicFields {
+    /// Remote address.
+    pub remote_addr: u64,
+    /// Compare (CAS) or add (FAA) operand.
+    pub compare_add: u64,
+    /// Swap operand (CAS).
+    pub swap: u64,
+    /// Remote key.
+    pub rkey: u32,
+}
+
+/// The destination of a datagram send.
+pub struct UdFields<'a, T: Operations> {
+    /// The address handle.
+    pub ah: &'a Ah<T>,
+    /// Destination QP number.
+    pub remote_qpn: u32,
+    /// Destination Q_Key.
+    pub remote_qkey: u32,
+}
+
+/// A fast registration of an MR.
+pub struct RegFields<'a, T: Operations> {
+    /// The MR.
+    pub mr: &'a Mr<T>,
+    /// The new key.
+    pub key: u32,
+    /// Access rights.
+    pub access: u32,
+}
+
+/// A send work request of driver `T`'s QP.
+///
+/// # Invariants
+///
+/// Wraps a valid `struct ib_send_wr` of a post to a live QP of type `qp_type`, embedded in the
+/// container struct its opcode and the QP's type call for (as the verbs API requires).
+pub struct SendWr<'a, T: Operations> {
+    raw: &'a bindings::ib_send_wr,
+    datagram: bool,
+    _p: PhantomData<T>,
+}
+
+impl<'a, T: Operations> SendWr<'a, T> {
+    /// The container struct `C` (`ib_rdma_wr`, `ib_ud_wr`, ...) whose head the request is.
+    ///
+    /// # Safety
+    ///
+    /// The opcode and the QP's type must say that the consumer embedded the request in a `C`
+    /// (the type invariant then guarantees it did).
+    unsafe fn container<C>(&self) -> &'a C {
+        // SAFETY: Guaranteed by the caller: the request is the first field of a live `C`.
+        unsafe { &*(self.raw as *const bindings::ib_send_wr).cast::<C>() }
+    }
+
+    /// The ID reported in the completion.
+    pub fn wr_id(&self) -> u64 {
+        // SAFETY: Both union members are 64-bit values; reading the integer is always valid.
+        unsafe { self.raw.__bindgen_anon_1.wr_id }
+    }
+
+    /// The opcode (see [`wr_opcode`]).
+    pub fn opcode(&self) -> u32 {
+        self.raw.opcode
+    }
+
+    /// Send flags (see [`send_flags`]).
+    pub fn send_flags(&self) -> u32 {
+        self.raw.send_flags as u32
+    }
+
+    /// The scatter/gather list.
+    pub fn sges(&self) -> &'a [Sge] {
+        // SAFETY: The consumer passes `num_sge` valid entries (type invariant).
+        unsafe { sge_slice(self.raw.sg_list, self.raw.num_sge) }
+    }
+
+    /// The number of scatter/gather entries as the consumer gave it (may be negative: invalid).
+    pub fn num_sge(&self) -> i32 {
+        self.raw.num_sge
+    }
+
+    /// Immediate data in network byte order, or the rkey to invalidate (same field).
+    pub fn ex(&self) -> u32 {
+        // SAFETY: Both union members are 32-bit integers.
+        unsafe { self.raw.ex.imm_data }
+    }
+
+    /// The remote side, for RDMA reads and writes.
+    pub fn rdma(&self) -> Option<RdmaFields> {
+        use wr_opcode::*;
+        if self.datagram || ![RDMA_WRITE, RDMA_WRITE_WITH_IMM, RDMA_READ].contains(&self.opcode()) {
+            return None;
+        }
+        // SAFETY: By the type invariant an RDMA work request is the head of an `ib_rdma_wr`.
+        let r: &bindings::ib_rdma_wr = unsafe { self.container() };
+        Some(RdmaFields {
+            remote_addr: r.remote_addr,
+            rkey: r.rkey,
+        })
+    }
+
+    /// The operands, for atomics.
+    pub fn atomic(&self) -> Option<AtomicFields> {
+        use wr_opcode::*;
+        if self.datagram || ![ATOMIC_CMP_AND_SWP, ATOMIC_FETCH_AND_ADD].contains(&self.opcode()) {
+            return None;
+        }
+        // SAFETY: By the type invariant an atomic work request is the head of an
+        // `ib_atomic_wr`.
+        let a: &bindings::ib_atomic_wr = unsafe { self.container() };
+        Some(AtomicFields {
+            remote_addr: a.remote_addr,
+            compare_add: a.compare_add,
+            swap: a.swap,
+            rkey: a.rkey,
+        })
+    }
+
+    /// The destination, for sends on datagram QPs. `None` if the AH is missing.
+    pub fn ud(&self) -> Option<UdFields<'a, T>> {
+        if !self.datagram {
+            return None;
+        }
+        // SAFETY: By the type invariant a work request of a datagram QP is the head of an
+        // `ib_ud_wr`.
+        let u: &bindings::ib_ud_wr = unsafe { self.container() };
+        if u.ah.is_null() {
+            return None;
+        }
+        Some(UdFields {
+            // SAFETY: The consumer holds the AH, an AH of this device (driver `T`), for the
+            // duration of the post.
+            ah: unsafe { Ah::from_raw(u.ah) },
+            remote_qpn: u.remote_qpn,
+            remote_qkey: u.remote_qkey,
+        })
+    }
+
+    /// The MR and its new key, for fast registrations.
+    pub fn reg(&self) -> Option<RegFields<'a, T>> {
+        if self.datagram || self.opcode() != wr_opcode::REG_MR {
+            return None;
+        }
+        // SAFETY: By the type invariant a REG_MR work request is the head of an `ib_reg_wr`.
+        let r: &bindings::ib_reg_wr = unsafe { self.container() };
+        if r.mr.is_null() {
+            return None;
+        }
+        Some(RegFields {
+            // SAFETY: The consumer holds the MR, one of this device's, for the post.
+            mr: unsafe { Mr::from_raw(r.mr) },
+            key: r.key,
+            access: r.access as u32,
+        })
+    }
+}
+
+/// The chain of send work requests of one post.
+pub struct SendWrs<'a, T: Operations> {
+    next: *const bindings::ib_send_wr,
+    datagram: bool,
+    _p: PhantomData<(&'a bindings::ib_send_wr, T)>,
+}
+
+impl<'a, T: Operations> SendWrs<'a, T> {
+    /// # Safety
+    ///
+    /// `first` must be NULL or a valid chain of work requests for `'a`, posted to `qp`, each
+    /// embedded as the verbs API requires.
+    pub(super) unsafe fn new(first: *const bindings::ib_send_wr, qp: &Qp<T>) -> Self {
+        Self {
+            next: first,
+            datagram: qp.qp_type().is_datagram(),
+            _p: PhantomData,
+        }
+    }
+}
+
+impl<'a, T: Operations> Iterator for SendWrs<'a, T> {
+    type Item = SendWr<'a, T>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.next.is_null() {
+            return None;
+        }
+        // SAFETY: The chain is valid for `'a` (guaranteed to `new`).
+        let raw = unsafe { &*self.next };
+        self.next = raw.next;
+        Some(SendWr {
+            raw,
+            datagram: self.datagram,
+            _p: PhantomData,
+        })
+    }
+}
+
+/// A receive work request.
+///
+/// # Invariants
+///
+/// Wraps a valid `struct ib_recv_wr` of a post in progress.
+pub struct RecvWr<'a> {
+    raw: &'a bindings::ib_recv_wr,
+}
+
+impl<'a> RecvWr<'a> {
+    /// The ID reported in the completion.
+    pub fn wr_id(&self) -> u64 {
+        // SAFETY: Both union members are 64-bit values.
+        unsafe { self.raw.__bindgen_anon_1.wr_id }
+    }
+
+    /// The scatter/gather list.
+    pub fn sges(&self) -> &'a [Sge] {
+        // SAFETY: The consumer passes `num_sge` valid entries (type invariant).
+        unsafe { sge_slice(self.raw.sg_list, self.raw.num_sge) }
+    }
+
+    /// The number of scatter/gather entries as the consumer gave it.
+    pub fn num_sge(&self) -> i32 {
+        self.raw.num_sge
+    }
+}
+
+/// The chain of receive work requests of one post.
+pub struct RecvWrs<'a> {
+    next: *const bindings::ib_recv_wr,
+    _p: PhantomData<&'a bindings::ib_recv_wr>,
+}
+
+impl<'a> RecvWrs<'a> {
+    /// # Safety
+    ///
+    /// `first` must be NULL or a valid chain of work requests for `'a`.
+    pub(super) unsafe fn new(first: *const bindings::ib_recv_wr) -> Self {
+        Self {
+            next: first,
+            _p: PhantomData,
+        }
+    }
+}
+
+impl<'a> Iterator for RecvWrs<'a> {
+    type Item = RecvWr<'a>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.next.is_null() {
+            return None;
+        }
+        // SAFETY: The chain is valid for `'a` (guaranteed to `new`).
+        let raw = unsafe { &*self.next };
+        self.next = raw.next;
+        Some(RecvWr { raw })
+    }
+}
+
+/// Why a post stopped: the error, and the position in the chain of the first work request that
+/// was not posted.
+#[derive(Debug)]
+pub struct PostError {
+    /// The error returned to the consumer.
+    pub error: Error,
+    /// Index of the failed work request (0 is the first of the chain).
+    pub index: usize,
+}
