@@ -6,8 +6,10 @@
 
 use crate::{
     bindings, container_of, device,
+    fmt,
     str::CStr,
-    types::{ARef, AlwaysRefCounted, Opaque},
+    sync::aref::{ARef, AlwaysRefCounted},
+    types::Opaque,
 };
 use core::ptr::NonNull;
 
@@ -139,7 +141,7 @@ impl Device {
             let head = core::ptr::addr_of_mut!(bindings::init_net.dev_base_head);
             let mut pos = (*head).next;
             while !core::ptr::eq(pos, head) {
-                let ndev = container_of!(pos, bindings::net_device, dev_list).cast_mut();
+                let ndev = container_of!(pos, bindings::net_device, dev_list);
                 let dev = Device::from_raw(ndev);
                 if dev.is_child_of(parent) {
                     found = Some(ARef::from(dev));
@@ -169,8 +171,8 @@ impl NameBuf {
     }
 }
 
-impl core::fmt::Display for NameBuf {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        core::fmt::Display::fmt(self.as_cstr(), f)
+impl fmt::Display for NameBuf {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self.as_cstr(), f)
     }
 }

@@ -153,7 +153,7 @@ impl<T: Notifier> Registration<T> {
     ) -> crate::ffi::c_int {
         // SAFETY: `nb` is the `nb` field of a registered `Registration<T>` (the type invariant),
         // alive until unregistration, which waits for running callbacks.
-        let this = unsafe { &*crate::container_of!(nb, Self, nb) };
+        let this = unsafe { &*crate::container_of!(Opaque::cast_from(nb), Self, nb) };
         // SAFETY: Netdevice notifier chains pass a `struct netdev_notifier_info` whose `dev` is
         // valid for the duration of the call.
         let dev = unsafe {
