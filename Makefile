@@ -7,6 +7,7 @@
 #   make check    every lab test on every device model and driver (and the host-side
 #                 unit tests), ending "N passed, N failed"
 #   make qemu     the patched QEMU (tools/qemu/build-qemu; cached)
+#   make stock-qemu  Debian's QEMU 7.2, unpacked into the cache (tools/qemu/fetch-stock-qemu)
 #
 # Selection: make check MODELS=patched DRIVERS=c TESTS=ibv_rc_pingpong,ibv_devinfo
 #   KERNEL   6.12 (default; the Rust driver from tools/lab/legacy-6.12) or 7.3
@@ -54,13 +55,15 @@ KDIR_FILE := $(PVRDMA_CACHE)/kernel/current$(if $(filter-out 6.12,$(KERNEL)),-$(
 # The patched QEMU is built only when a run uses it (an empty MODELS means
 # every model).
 uses_patched = $(if $(strip $(1)),$(filter patched,$(subst $(comma), ,$(1))),patched)
+uses_stock = $(if $(strip $(1)),$(filter stock,$(subst $(comma), ,$(1))),stock)
 comma := ,
-QEMU_FOR_LAB := $(if $(call uses_patched,$(LAB_MODELS)),qemu)
-QEMU_FOR_CHECK := $(if $(call uses_patched,$(MODELS)),qemu)
+QEMU_FOR_LAB := $(if $(call uses_patched,$(LAB_MODELS)),qemu) $(if $(call uses_stock,$(LAB_MODELS)),stock-qemu)
+QEMU_FOR_CHECK := $(if $(call uses_patched,$(MODELS)),qemu) $(if $(call uses_stock,$(MODELS)),stock-qemu)
+STOCK_QEMU := $(PVRDMA_CACHE)/qemu/stock/current/bin/qemu-system-x86_64
 
-.PHONY: all deps kernel kernel-clippy qemu tools module module-clippy unit lab check bench fmt clean
+.PHONY: all deps kernel kernel-clippy qemu stock-qemu tools module module-clippy unit lab check bench fmt clean
 
-all: kernel qemu tools module
+all: kernel qemu stock-qemu tools module
 
 deps:
 	@$(TOP)/tools/lab/install-deps
@@ -73,6 +76,10 @@ kernel: deps
 qemu: deps
 	@echo "== patched QEMU (tools/qemu/build-qemu)"
 	@$(TOP)/tools/qemu/build-qemu | tail -n 1
+
+stock-qemu: deps
+	@echo "== stock QEMU (tools/qemu/fetch-stock-qemu)"
+	@$(TOP)/tools/qemu/fetch-stock-qemu | tail -n 1
 
 tools: deps
 	@echo "== host tools (verbs backend, mux, runner)"
@@ -116,19 +123,19 @@ unit: tools
 # The main job: boot, insmod, rping and ibv_rc_pingpong on each device model,
 # a summary. (rping is not applicable to the stock model: it shows as SKIP.)
 lab: kernel tools module $(QEMU_FOR_LAB)
-	@$(LAB) run --keep-going --kernel $(KDIR_FILE)/ --models "$(LAB_MODELS)" --drivers "$(DRIVERS)" --tests "$(LAB_TESTS)" --results $(RESULTS) --rust-module $(RUST_MODULE)
+	@$(LAB) run --keep-going --kernel $(KDIR_FILE)/ --models "$(LAB_MODELS)" --drivers "$(DRIVERS)" --tests "$(LAB_TESTS)" --results $(RESULTS) --rust-module $(RUST_MODULE) --qemu-stock $(STOCK_QEMU)
 
 # All tests: host unit tests, then every lab test on every device model and driver.
 check: kernel tools module $(QEMU_FOR_CHECK)
-	@$(TOP)/tools/lab/check --kernel $(KDIR_FILE)/ --models "$(MODELS)" --drivers "$(DRIVERS)" --tests "$(TESTS)" --results $(RESULTS) --rust-module $(RUST_MODULE)
+	@$(TOP)/tools/lab/check --kernel $(KDIR_FILE)/ --models "$(MODELS)" --drivers "$(DRIVERS)" --tests "$(TESTS)" --results $(RESULTS) --rust-module $(RUST_MODULE) --qemu-stock $(STOCK_QEMU)
 
 # The Rust driver against the C driver, same run, same device model: perftest
 # and the control path of verbs_resources, medians over BENCH_REPS repetitions.
 BENCH_REPS ?= 3
 BENCH_MODEL ?= patched
 bench: DRIVERS = c,rust
-bench: kernel tools module $(if $(filter patched,$(BENCH_MODEL)),qemu)
-	@$(TOP)/tools/lab/bench --reps $(BENCH_REPS) --model $(BENCH_MODEL) --results $(RESULTS)/bench --kernel $(KDIR_FILE)/ --rust-module $(RUST_MODULE)
+bench: kernel tools module $(if $(filter patched,$(BENCH_MODEL)),qemu,stock-qemu)
+	@$(TOP)/tools/lab/bench --reps $(BENCH_REPS) --model $(BENCH_MODEL) --results $(RESULTS)/bench --kernel $(KDIR_FILE)/ --rust-module $(RUST_MODULE) --qemu-stock $(STOCK_QEMU)
 
 fmt:
 	cd $(TOP)/tools && $(CARGO) fmt --all
