@@ -6,33 +6,41 @@
 #include <rdma/iter.h>
 #include <rdma/uverbs_ioctl.h>
 
-struct ib_ucontext *rust_helper_rdma_udata_to_ucontext(struct ib_udata *udata)
+#ifdef CONFIG_RUST_INFINIBAND_ABSTRACTIONS
+
+__rust_helper struct ib_ucontext *
+rust_helper_rdma_udata_to_ucontext(struct ib_udata *udata)
 {
 	return udata ? rdma_udata_to_uverbs_attr_bundle(udata)->context : NULL;
 }
 
-struct ib_udata *rust_helper_uverbs_attr_bundle_udata(struct uverbs_attr_bundle *attrs)
+__rust_helper struct ib_udata *
+rust_helper_uverbs_attr_bundle_udata(struct uverbs_attr_bundle *attrs)
 {
 	return attrs ? &attrs->driver_udata : NULL;
 }
 
-pgprot_t rust_helper_pgprot_noncached(pgprot_t prot)
+__rust_helper pgprot_t rust_helper_pgprot_noncached(pgprot_t prot)
 {
 	return pgprot_noncached(prot);
 }
 
-size_t rust_helper_ib_umem_num_dma_blocks(struct ib_umem *umem, unsigned long pgsz)
+__rust_helper size_t rust_helper_ib_umem_num_dma_blocks(struct ib_umem *umem,
+							unsigned long pgsz)
 {
 	return ib_umem_num_dma_blocks(umem, pgsz);
 }
 
-void rust_helper_rdma_umem_block_iter_start(struct ib_block_iter *biter,
-					    struct ib_umem *umem, unsigned long pgsz)
+__rust_helper void rust_helper_rdma_umem_block_iter_start(struct ib_block_iter *biter,
+							  struct ib_umem *umem,
+							  unsigned long pgsz)
 {
 	__rdma_umem_block_iter_start(biter, umem, pgsz);
 }
 
-dma_addr_t rust_helper_rdma_block_iter_dma_address(struct ib_block_iter *biter)
+__rust_helper dma_addr_t rust_helper_rdma_block_iter_dma_address(struct ib_block_iter *biter)
 {
 	return rdma_block_iter_dma_address(biter);
 }
+
+#endif

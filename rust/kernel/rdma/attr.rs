@@ -5,11 +5,6 @@
 use super::{Gid, GidType};
 use crate::{bindings, ffi::c_char, net, types::Opaque};
 
-/// Clamps a device-reported count to the C `int` the core stores it in.
-fn clamp_int(v: u32) -> i32 {
-    v.min(i32::MAX as u32) as i32
-}
-
 /// Generates setters that write one field of the wrapped C struct each.
 macro_rules! setters {
     ($($(#[$m:meta])* $name:ident($field:ident): $t:ty => |$v:ident| $conv:expr;)*) => {
@@ -59,37 +54,37 @@ impl DeviceAttr {
         /// Hardware version.
         set_hw_ver(hw_ver): u32 => |v| v;
         /// Maximum number of QPs.
-        set_max_qp(max_qp): u32 => |v| clamp_int(v);
+        set_max_qp(max_qp): u32 => |v| v;
         /// Maximum work requests per QP.
-        set_max_qp_wr(max_qp_wr): u32 => |v| clamp_int(v);
+        set_max_qp_wr(max_qp_wr): u32 => |v| v;
         /// Device capability flags (C's `IB_DEVICE_*`).
         set_device_cap_flags(device_cap_flags): u64 => |v| v;
         /// Maximum scatter/gather entries per send work request.
-        set_max_send_sge(max_send_sge): u32 => |v| clamp_int(v);
+        set_max_send_sge(max_send_sge): u32 => |v| v;
         /// Maximum scatter/gather entries per receive work request.
-        set_max_recv_sge(max_recv_sge): u32 => |v| clamp_int(v);
+        set_max_recv_sge(max_recv_sge): u32 => |v| v;
         /// Maximum scatter/gather entries per RDMA read.
-        set_max_sge_rd(max_sge_rd): u32 => |v| clamp_int(v);
+        set_max_sge_rd(max_sge_rd): u32 => |v| v;
         /// Maximum number of CQs.
-        set_max_cq(max_cq): u32 => |v| clamp_int(v);
+        set_max_cq(max_cq): u32 => |v| v;
         /// Maximum entries per CQ.
-        set_max_cqe(max_cqe): u32 => |v| clamp_int(v);
+        set_max_cqe(max_cqe): u32 => |v| v;
         /// Maximum number of memory regions.
-        set_max_mr(max_mr): u32 => |v| clamp_int(v);
+        set_max_mr(max_mr): u32 => |v| v;
         /// Maximum number of protection domains.
-        set_max_pd(max_pd): u32 => |v| clamp_int(v);
+        set_max_pd(max_pd): u32 => |v| v;
         /// Maximum outstanding RDMA reads/atomics per QP, as target.
-        set_max_qp_rd_atom(max_qp_rd_atom): u32 => |v| clamp_int(v);
+        set_max_qp_rd_atom(max_qp_rd_atom): u32 => |v| v;
         /// Maximum outstanding RDMA reads/atomics per QP, as initiator.
-        set_max_qp_init_rd_atom(max_qp_init_rd_atom): u32 => |v| clamp_int(v);
+        set_max_qp_init_rd_atom(max_qp_init_rd_atom): u32 => |v| v;
         /// Maximum number of address handles.
-        set_max_ah(max_ah): u32 => |v| clamp_int(v);
+        set_max_ah(max_ah): u32 => |v| v;
         /// Maximum number of SRQs.
-        set_max_srq(max_srq): u32 => |v| clamp_int(v);
+        set_max_srq(max_srq): u32 => |v| v;
         /// Maximum work requests per SRQ.
-        set_max_srq_wr(max_srq_wr): u32 => |v| clamp_int(v);
+        set_max_srq_wr(max_srq_wr): u32 => |v| v;
         /// Maximum scatter/gather entries per SRQ work request.
-        set_max_srq_sge(max_srq_sge): u32 => |v| clamp_int(v);
+        set_max_srq_sge(max_srq_sge): u32 => |v| v;
         /// Maximum pages in a fast-registration page list.
         set_max_fast_reg_page_list_len(max_fast_reg_page_list_len): u32 => |v| v;
         /// Number of P_Keys.
@@ -157,7 +152,7 @@ impl PortAttr {
         /// Active MTU (C's `enum ib_mtu`).
         set_active_mtu(active_mtu): u32 => |v| v;
         /// GID table length.
-        set_gid_tbl_len(gid_tbl_len): u32 => |v| clamp_int(v);
+        set_gid_tbl_len(gid_tbl_len): u32 => |v| i32::try_from(v).unwrap_or(i32::MAX);
         /// Port capability flags (C's `IB_PORT_*`).
         set_port_cap_flags(port_cap_flags): u32 => |v| v;
         /// Largest message, in bytes.
@@ -231,9 +226,9 @@ impl PortImmutable {
 
     setters! {
         /// P_Key table length.
-        set_pkey_tbl_len(pkey_tbl_len): u32 => |v| clamp_int(v);
+        set_pkey_tbl_len(pkey_tbl_len): u32 => |v| i32::try_from(v).unwrap_or(i32::MAX);
         /// GID table length.
-        set_gid_tbl_len(gid_tbl_len): u32 => |v| clamp_int(v);
+        set_gid_tbl_len(gid_tbl_len): u32 => |v| i32::try_from(v).unwrap_or(i32::MAX);
         /// Protocol capabilities (see [`super::core_cap`]).
         set_core_cap_flags(core_cap_flags): u32 => |v| v;
         /// Largest management datagram (see [`super::MGMT_MAD_SIZE`]).

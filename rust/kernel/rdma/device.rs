@@ -173,7 +173,7 @@ impl<T: Operations> UnregisteredDevice<T> {
         };
         // SAFETY: The size covers a whole `struct ib_device`; the result is NULL or a zeroed,
         // initialised device of that size.
-        let raw = unsafe { bindings::_ib_alloc_device(size_of::<DeviceStorage<T>>()) };
+        let raw = unsafe { bindings::_ib_alloc_device(size_of::<DeviceStorage<T>>(), &raw mut bindings::init_net) };
         let ptr = NonNull::new(raw.cast::<DeviceStorage<T>>()).ok_or(ENOMEM)?;
         if ptr.as_ptr() as usize % core::mem::align_of::<DeviceStorage<T>>() != 0 {
             // SAFETY: Allocated just above; nothing else knows it.
@@ -190,9 +190,9 @@ impl<T: Operations> UnregisteredDevice<T> {
             )
         };
         // SAFETY: See above. Initialising the tables cannot fail.
-        let Ok(()) = unsafe { Tables::new().__pinned_init(tables) };
+        let Ok(()) = unsafe { pin_init::raw_try_init(tables, Tables::new()) };
         // SAFETY: See above.
-        if let Err(e) = unsafe { init.__pinned_init(data) } {
+        if let Err(e) = unsafe { pin_init::raw_try_init(data, init) } {
             // SAFETY: The tables were initialised above; the device was allocated just above and
             // nothing else knows it.
             unsafe {

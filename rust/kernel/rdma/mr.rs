@@ -59,7 +59,7 @@ impl<T: Operations> MrStorage<T> {
         let raw = KBox::into_raw(boxed);
         // SAFETY: Just allocated; nothing else knows it yet.
         unsafe {
-            let mr = Opaque::raw_get(core::ptr::addr_of!((*raw).ib));
+            let mr = Opaque::cast_into(core::ptr::addr_of!((*raw).ib));
             (*mr).lkey = keys.lkey;
             (*mr).rkey = keys.rkey;
             Ok(mr)

@@ -70,63 +70,63 @@ pub trait Operations: Send + Sync + Sized + 'static {
 
     /// Reports the device's attributes. `udata` carries the (driver-specific) request.
     fn query_device(_dev: &Device<Self>, _attr: &mut DeviceAttr, _udata: &mut UData) -> Result {
-        crate::build_error(VTABLE_DEFAULT_ERROR)
+        crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// Reports the attributes of `port`. `attr` comes zeroed.
     fn query_port(_dev: &Device<Self>, _port: u32, _attr: &mut PortAttr) -> Result {
-        crate::build_error(VTABLE_DEFAULT_ERROR)
+        crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// Reports the attributes of `port` that never change; called once, at registration.
     fn get_port_immutable(_dev: &Device<Self>, _port: u32, _imm: &mut PortImmutable) -> Result {
-        crate::build_error(VTABLE_DEFAULT_ERROR)
+        crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// The link layer of `port`.
     fn get_link_layer(_dev: &Device<Self>, _port: u32) -> LinkLayer {
-        crate::build_error(VTABLE_DEFAULT_ERROR)
+        crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// Writes the firmware version.
     fn get_dev_fw_str(_dev: &Device<Self>, _out: &mut FwVersion<'_>) {
-        crate::build_error(VTABLE_DEFAULT_ERROR)
+        crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// Returns entry `index` of `port`'s GID table.
     fn query_gid(_dev: &Device<Self>, _port: u32, _index: u32) -> Result<Gid> {
-        crate::build_error(VTABLE_DEFAULT_ERROR)
+        crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// Returns entry `index` of `port`'s P_Key table.
     fn query_pkey(_dev: &Device<Self>, _port: u32, _index: u16) -> Result<u16> {
-        crate::build_error(VTABLE_DEFAULT_ERROR)
+        crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// The RDMA core's RoCE GID table added a GID (at `attr.index()`).
     fn add_gid(_dev: &Device<Self>, _attr: &GidAttr) -> Result {
-        crate::build_error(VTABLE_DEFAULT_ERROR)
+        crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// The RDMA core's RoCE GID table removed a GID.
     fn del_gid(_dev: &Device<Self>, _attr: &GidAttr) -> Result {
-        crate::build_error(VTABLE_DEFAULT_ERROR)
+        crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// Creates the data of a new user context; `udata` carries the driver-specific request and
     /// response.
     fn alloc_ucontext(_dev: &Device<Self>, _udata: &mut UData) -> Result<Self::UserContext> {
-        crate::build_error(VTABLE_DEFAULT_ERROR)
+        crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// Destroys a user context (also when the device is unregistered while it is open).
     fn dealloc_ucontext(_dev: &Device<Self>, _ctx: Self::UserContext) {
-        crate::build_error(VTABLE_DEFAULT_ERROR)
+        crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// Maps something of `ctx` into user space (`vma`), e.g. with [`UserContext::mmap_io`].
     fn mmap(_dev: &Device<Self>, _ctx: &UserContext<Self>, _vma: &mut Vma) -> Result {
-        crate::build_error(VTABLE_DEFAULT_ERROR)
+        crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// Creates the data of a new protection domain, for user context `ctx` (with its `udata`)
@@ -136,12 +136,12 @@ pub trait Operations: Send + Sync + Sized + 'static {
         _ctx: Option<&UserContext<Self>>,
         _udata: Option<&mut UData>,
     ) -> Result<Self::Pd> {
-        crate::build_error(VTABLE_DEFAULT_ERROR)
+        crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// Destroys a protection domain.
     fn dealloc_pd(_dev: &Device<Self>, _pd: Self::Pd) {
-        crate::build_error(VTABLE_DEFAULT_ERROR)
+        crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// Creates a CQ, for user context `ctx` (with its `udata`) or for the kernel (both `None`).
@@ -152,23 +152,23 @@ pub trait Operations: Send + Sync + Sized + 'static {
         _ctx: Option<&UserContext<Self>>,
         _udata: Option<&mut UData>,
     ) -> Result<(Self::Cq, u32)> {
-        crate::build_error(VTABLE_DEFAULT_ERROR)
+        crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// Destroys a CQ. The core ensures no QP uses it any more.
     fn destroy_cq(_dev: &Device<Self>, _cq: Self::Cq) {
-        crate::build_error(VTABLE_DEFAULT_ERROR)
+        crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// Moves completions of a kernel CQ into `wc`, as many as fit and are there.
     fn poll_cq(_dev: &Device<Self>, _cq: &Cq<Self>, _wc: &mut WcSink<'_, Self>) -> Result {
-        crate::build_error(VTABLE_DEFAULT_ERROR)
+        crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// Arms a kernel CQ for the next (solicited) completion. With `report_missed_events`,
     /// returns whether completions are already waiting.
     fn req_notify_cq(_dev: &Device<Self>, _cq: &Cq<Self>, _flags: NotifyFlags) -> Result<bool> {
-        crate::build_error(VTABLE_DEFAULT_ERROR)
+        crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// Creates a QP on `pd` (see [`Operations::create_cq`] for `ctx` and `udata`). Writes the
@@ -180,7 +180,7 @@ pub trait Operations: Send + Sync + Sized + 'static {
         _ctx: Option<&UserContext<Self>>,
         _udata: Option<&mut UData>,
     ) -> Result<(Self::Qp, u32)> {
-        crate::build_error(VTABLE_DEFAULT_ERROR)
+        crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// Modifies the attributes of `qp` that `mask` names (see [`qp_attr_mask`]).
@@ -193,17 +193,17 @@ pub trait Operations: Send + Sync + Sized + 'static {
         _mask: u32,
         _udata: Option<&mut UData>,
     ) -> Result {
-        crate::build_error(VTABLE_DEFAULT_ERROR)
+        crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// Reports the attributes of `qp` (at least those `mask` names).
     fn query_qp(_dev: &Device<Self>, _qp: &Qp<Self>, _mask: u32) -> Result<QpQuery> {
-        crate::build_error(VTABLE_DEFAULT_ERROR)
+        crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// Destroys a QP.
     fn destroy_qp(_dev: &Device<Self>, _qp: Self::Qp) {
-        crate::build_error(VTABLE_DEFAULT_ERROR)
+        crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// Posts send work requests to a kernel QP.
@@ -212,7 +212,7 @@ pub trait Operations: Send + Sync + Sized + 'static {
         _qp: &Qp<Self>,
         _wrs: SendWrs<'_, Self>,
     ) -> core::result::Result<(), PostError> {
-        crate::build_error(VTABLE_DEFAULT_ERROR)
+        crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// Posts receive work requests to a kernel QP.
@@ -221,7 +221,7 @@ pub trait Operations: Send + Sync + Sized + 'static {
         _qp: &Qp<Self>,
         _wrs: RecvWrs<'_>,
     ) -> core::result::Result<(), PostError> {
-        crate::build_error(VTABLE_DEFAULT_ERROR)
+        crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// Creates an SRQ on `pd` of kind `srq_type`; writes the sizes given into `attr`.
@@ -233,7 +233,7 @@ pub trait Operations: Send + Sync + Sized + 'static {
         _ctx: Option<&UserContext<Self>>,
         _udata: Option<&mut UData>,
     ) -> Result<Self::Srq> {
-        crate::build_error(VTABLE_DEFAULT_ERROR)
+        crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// Modifies the attributes of `srq` that `mask` names (see [`srq_attr_mask`]).
@@ -246,17 +246,17 @@ pub trait Operations: Send + Sync + Sized + 'static {
         _mask: u32,
         _udata: Option<&mut UData>,
     ) -> Result {
-        crate::build_error(VTABLE_DEFAULT_ERROR)
+        crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// Reports the attributes of `srq`.
     fn query_srq(_dev: &Device<Self>, _srq: &Srq<Self>) -> Result<SrqAttr> {
-        crate::build_error(VTABLE_DEFAULT_ERROR)
+        crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// Destroys an SRQ. The core ensures no QP uses it any more.
     fn destroy_srq(_dev: &Device<Self>, _srq: Self::Srq) {
-        crate::build_error(VTABLE_DEFAULT_ERROR)
+        crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// Creates an address handle on `pd` for the path `attr`. `sleepable` says whether the
@@ -268,17 +268,17 @@ pub trait Operations: Send + Sync + Sized + 'static {
         _sleepable: bool,
         _udata: Option<&mut UData>,
     ) -> Result<Self::Ah> {
-        crate::build_error(VTABLE_DEFAULT_ERROR)
+        crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// Destroys an address handle.
     fn destroy_ah(_dev: &Device<Self>, _ah: Self::Ah) {
-        crate::build_error(VTABLE_DEFAULT_ERROR)
+        crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// Creates an MR covering all of memory (for kernel consumers) with `access` rights.
     fn get_dma_mr(_dev: &Device<Self>, _pd: &Pd<Self>, _access: u32) -> Result<(Self::Mr, MrKeys)> {
-        crate::build_error(VTABLE_DEFAULT_ERROR)
+        crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// Registers `length` bytes of user memory at `start`, which the region will know as
@@ -293,12 +293,12 @@ pub trait Operations: Send + Sync + Sized + 'static {
         _access: u32,
         _udata: Option<&mut UData>,
     ) -> Result<(Self::Mr, MrKeys)> {
-        crate::build_error(VTABLE_DEFAULT_ERROR)
+        crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// Deregisters a memory region.
     fn dereg_mr(_dev: &Device<Self>, _mr: Self::Mr) {
-        crate::build_error(VTABLE_DEFAULT_ERROR)
+        crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// Allocates a region of kind `mr_type` for up to `max_num_sg` pages, mapped later with
@@ -309,20 +309,20 @@ pub trait Operations: Send + Sync + Sized + 'static {
         _mr_type: MrType,
         _max_num_sg: u32,
     ) -> Result<(Self::Mr, MrKeys)> {
-        crate::build_error(VTABLE_DEFAULT_ERROR)
+        crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// Starts mapping a new page list into a region from `alloc_mr`: forget the old one.
     ///
     /// Implementing it (with [`Operations::map_mr_sg_page`]) gives the core `map_mr_sg`.
     fn map_mr_sg_begin(_mr: &Mr<Self>) {
-        crate::build_error(VTABLE_DEFAULT_ERROR)
+        crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// Appends the page at bus address `addr` to the list being mapped (`ENOMEM` when full).
     /// May be called in atomic context.
     fn map_mr_sg_page(_mr: &Mr<Self>, _addr: u64) -> Result {
-        crate::build_error(VTABLE_DEFAULT_ERROR)
+        crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 }
 
@@ -1227,8 +1227,13 @@ impl<T: Operations> Adapter<T> {
         length: u64,
         virt_addr: u64,
         access: c_int,
+        dmah: *mut bindings::ib_dmah,
         udata: *mut bindings::ib_udata,
     ) -> *mut bindings::ib_mr {
+        // DMA handles (`alloc_dmah`) are not offered: there is none to honour.
+        if !dmah.is_null() {
+            return EOPNOTSUPP.to_ptr();
+        }
         // SAFETY: The core passes a live PD of one of `T`'s devices and the udata of the uverbs
         // call.
         let (dev, pd, (_, udata)) = unsafe {

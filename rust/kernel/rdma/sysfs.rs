@@ -51,9 +51,9 @@ impl<T: Operations> DeviceAttribute<T> {
     pub const fn new(name: &'static CStr, show: ShowFn<T>) -> Self {
         // SAFETY: All-zeroes is a valid `device_attribute` (no callbacks, no name, no key).
         let mut attr: bindings::device_attribute = unsafe { core::mem::zeroed() };
-        attr.attr.name = name.as_char_ptr();
+        attr.attr.name = name.as_ptr().cast();
         attr.attr.mode = 0o444;
-        attr.show = Some(Self::show_callback);
+        attr.__bindgen_anon_1.show = Some(Self::show_callback);
         // INVARIANT: `attr` comes first (`repr(C)`) and its `show` is `show_callback`.
         Self {
             attr: Opaque::new(attr),
@@ -115,7 +115,7 @@ impl AttributeGroup {
     pub const unsafe fn new(attrs: *const *mut bindings::attribute) -> Self {
         // SAFETY: All-zeroes is a valid `attribute_group`.
         let mut group: bindings::attribute_group = unsafe { core::mem::zeroed() };
-        group.attrs = attrs.cast_mut();
+        group.__bindgen_anon_2.attrs = attrs.cast_mut();
         Self(Opaque::new(group))
     }
 

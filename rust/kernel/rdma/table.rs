@@ -54,7 +54,7 @@ impl<C> ObjectTable<C> {
     /// Each kind of table needs its own lock class (`key`): the driver takes them in a fixed
     /// order (a CQ's table, then the CQ's own lock, then the QP table while polling), which
     /// lockdep can only check if the classes differ.
-    pub(super) fn new(name: &'static CStr, key: &'static LockClassKey) -> impl PinInit<Self> {
+    pub(super) fn new(name: &'static CStr, key: Pin<&'static LockClassKey>) -> impl PinInit<Self> {
         pin_init!(Self {
             slots <- SpinLockIrq::new(KVec::new(), name, key),
         })

@@ -5,8 +5,9 @@
 use crate::{
     bindings,
     error::{code::EINVAL, Result},
-    types::{AsBytes, FromBytes, Opaque},
-    uaccess::UserSlice,
+    transmute::{AsBytes, FromBytes},
+    types::Opaque,
+    uaccess::{UserPtr, UserSlice},
 };
 use core::mem::size_of;
 
@@ -51,7 +52,7 @@ impl UData {
         if self.in_len() < size_of::<T>() {
             return Err(EINVAL);
         }
-        UserSlice::new(self.raw().inbuf as usize, size_of::<T>())
+        UserSlice::new(UserPtr::from_addr(self.raw().inbuf as usize), size_of::<T>())
             .reader()
             .read::<T>()
     }
@@ -74,7 +75,7 @@ impl UData {
         // `len` does not exceed that.
         let bytes =
             unsafe { core::slice::from_raw_parts(core::ptr::from_ref(value).cast::<u8>(), len) };
-        UserSlice::new(self.raw().outbuf as usize, len)
+        UserSlice::new(UserPtr::from_addr(self.raw().outbuf as usize), len)
             .writer()
             .write_slice(bytes)
     }

@@ -17,7 +17,7 @@ use core::ptr::NonNull;
 ///
 /// # Invariants
 ///
-/// `ptr` is a umem returned by `ib_umem_get()` and not released yet.
+/// `ptr` is a umem returned by `ib_umem_get_va()` and not released yet.
 pub struct Umem {
     ptr: NonNull<bindings::ib_umem>,
 }
@@ -39,14 +39,20 @@ impl Umem {
             return Err(crate::error::code::EINVAL);
         }
         let size = usize::try_from(size).map_err(|_| crate::error::code::EINVAL)?;
-        let addr = usize::try_from(addr).map_err(|_| crate::error::code::EINVAL)?;
-        // SAFETY: `dev` is a live device; `ib_umem_get` checks the range against the current
+        // SAFETY: `dev` is a live device; `ib_umem_get_va` (with no attribute bundle) checks the range against the current
         // process's mappings itself.
         let raw = from_err_ptr(unsafe {
-            bindings::ib_umem_get(dev.as_raw(), addr as _, size, access as i32)
+            bindings::ib_umem_get_attr_or_va(
+                dev.as_raw(),
+                core::ptr::null(),
+                0,
+                addr,
+                size,
+                access as i32,
+            )
         })?;
         let ptr = NonNull::new(raw).ok_or(crate::error::code::ENOMEM)?;
-        // INVARIANT: Just returned by `ib_umem_get`.
+        // INVARIANT: Just returned by `ib_umem_get_va`.
         Ok(Self { ptr })
     }
 
