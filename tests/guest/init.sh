@@ -35,9 +35,35 @@ mount -t sysfs sysfs /sys
 mkdir -p /dev/pts /dev/shm 2>/dev/null
 mount -t devpts devpts /dev/pts 2>/dev/null
 mount -t tmpfs -o mode=1777 tmpfs /dev/shm 2>/dev/null
-# Everything the tools may write: the host's root is read-only.
-for d in /tmp /run /var/tmp /var/lib/rdma; do
+# Everything the tools may write: the host's root is read-only. A fresh tmpfs
+# over each of these would hide the host's files below it, and the checkout
+# (this script, the tests, the Rust module) or the cache (the kernel's modules)
+# may live there (a clone under /tmp, say): those host directories are bound
+# aside first and moved back over the tmpfs after.
+lab_writable="/tmp /run /var/tmp /var/lib/rdma"
+lab_keep=/dev/shm/lab-keep
+lab_kept=
+lab_n=0
+# shellcheck disable=SC2013 # the command line is split into words on purpose
+for lab_path in "$LAB_DIR" $(for arg in $(cat /proc/cmdline); do
+	case "$arg" in lab.module=*) dirname "${arg#lab.module=}" ;; lab.kdir=*) echo "${arg#lab.kdir=}" ;; esac
+done); do
+	for d in $lab_writable; do
+		case "$lab_path/" in
+		"$d"/*)
+			lab_n=$((lab_n + 1))
+			mkdir -p "$lab_keep/$lab_n"
+			mount --bind "$lab_path" "$lab_keep/$lab_n" && lab_kept="$lab_kept $lab_n:$lab_path"
+			;;
+		esac
+	done
+done
+for d in $lab_writable; do
 	[ -d "$d" ] && mount -t tmpfs -o mode=1777 tmpfs "$d"
+done
+for lab_entry in $lab_kept; do
+	mkdir -p "${lab_entry#*:}"
+	mount --move "$lab_keep/${lab_entry%%:*}" "${lab_entry#*:}"
 done
 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 HOME=/tmp
