@@ -52,8 +52,8 @@ CARGO ?= cargo
 LAB := $(TOP)/tools/target/release/pvrdma-lab
 KDIR_FILE := $(PVRDMA_CACHE)/kernel/current$(if $(filter-out 6.12,$(KERNEL)),-$(KERNEL))
 
-# The patched QEMU is built only when a run uses it (an empty MODELS means
-# every model).
+# Each model's QEMU is prepared only when a run uses it (an empty MODELS means
+# every model): the patched one built, the stock one unpacked.
 uses_patched = $(if $(strip $(1)),$(filter patched,$(subst $(comma), ,$(1))),patched)
 uses_stock = $(if $(strip $(1)),$(filter stock,$(subst $(comma), ,$(1))),stock)
 comma := ,
