@@ -75,11 +75,11 @@ kernel: deps
 # model. Cached by a key of its inputs; a rebuild takes about 6 minutes.
 qemu: deps
 	@echo "== patched QEMU (tools/qemu/build-qemu)"
-	@$(TOP)/tools/qemu/build-qemu | tail -n 1
+	@set -o pipefail; $(TOP)/tools/qemu/build-qemu | tail -n 1
 
 stock-qemu: deps
 	@echo "== stock QEMU (tools/qemu/fetch-stock-qemu)"
-	@$(TOP)/tools/qemu/fetch-stock-qemu | tail -n 1
+	@set -o pipefail; $(TOP)/tools/qemu/fetch-stock-qemu | tail -n 1
 
 tools: deps
 	@echo "== host tools (verbs backend, mux, runner)"
