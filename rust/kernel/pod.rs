@@ -1,10 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Plain old data: structs that may be copied to and from devices and user space byte for byte.
+//! Plain old data: structs that are copied byte for byte to and from devices and user space.
 //!
-//! [`pod!`](crate::pod!) defines structs that implement [`FromBytes`](crate::types::FromBytes)
-//! and [`AsBytes`](crate::types::AsBytes) without `unsafe` in the caller: it checks, when the
-//! caller is compiled, that every field is itself plain data and that the struct has no padding.
+//! The kernel has two sets of byte-copy traits: zerocopy's ([`zerocopy::FromBytes`],
+//! [`zerocopy::IntoBytes`]), which the I/O and DMA accessors use, and
+//! [`transmute::FromBytes`](crate::transmute::FromBytes) /
+//! [`transmute::AsBytes`](crate::transmute::AsBytes), which user-space copies
+//! ([`uaccess`](crate::uaccess)) use. A device ABI struct that is both written to DMA memory and
+//! returned to user space needs both. [`pod!`](crate::pod!) derives zerocopy's traits, whose
+//! derives check the layout the compiler chose (no padding, every field plain data, `#[cfg]`
+//! taken into account), and implements the `transmute` traits on the strength of those checks,
+//! so that drivers need no `unsafe impl`.
 //!
 //! # Examples
 //!
@@ -30,9 +36,10 @@
 
 /// Defines `#[repr(C)]` (or `#[repr(C, packed)]`) structs of plain data.
 ///
-/// Each struct gets `Clone`, `Copy`, a zeroing `Default`, and implementations of
-/// [`FromBytes`](crate::types::FromBytes) and [`AsBytes`](crate::types::AsBytes). The build fails
-/// if a field is not plain data or if the fields leave padding.
+/// Each struct gets `Clone`, `Copy`, a zeroing `Default`, zerocopy's `FromBytes`, `IntoBytes`,
+/// `Immutable` and `KnownLayout`, and [`transmute::FromBytes`](crate::transmute::FromBytes) and
+/// [`transmute::AsBytes`](crate::transmute::AsBytes). The build fails if a field is not plain
+/// data or if the fields leave padding.
 #[macro_export]
 macro_rules! pod {
     ($(
@@ -42,32 +49,31 @@ macro_rules! pod {
         }
     )*) => {$(
         $(#[$attr])*
-        #[derive(Clone, Copy)]
+        #[derive(
+            Clone,
+            Copy,
+            ::zerocopy_derive::FromBytes,
+            ::zerocopy_derive::IntoBytes,
+            ::zerocopy_derive::Immutable,
+            ::zerocopy_derive::KnownLayout,
+        )]
         $vis struct $name {
             $($(#[$fattr])* $fvis $field : $ty),*
         }
 
-        const _: () = {
-            const fn assert_plain<T: $crate::types::FromBytes + $crate::types::AsBytes>() {}
-            $(assert_plain::<$ty>();)*
-            ::core::assert!(
-                ::core::mem::size_of::<$name>() == 0 $(+ ::core::mem::size_of::<$ty>())*,
-                "a pod! struct must not have padding"
-            );
-        };
+        // SAFETY: zerocopy's `FromBytes` derive above accepts the struct only if every field is
+        // `FromBytes`, so every bit pattern is a valid value; its `Immutable` derive only if no
+        // field has interior mutability.
+        unsafe impl $crate::transmute::FromBytes for $name {}
 
-        // SAFETY: Every field is `FromBytes` (checked above), and there is no padding, so every
-        // bit pattern of the struct is a valid value. There is no interior mutability.
-        unsafe impl $crate::types::FromBytes for $name {}
-
-        // SAFETY: Every field is `AsBytes` (checked above) and there is no padding, so every
-        // byte of a value is initialised. There is no interior mutability.
-        unsafe impl $crate::types::AsBytes for $name {}
+        // SAFETY: zerocopy's `IntoBytes` derive above accepts the struct only if the layout the
+        // compiler chose has no padding and every field is `IntoBytes`, so every byte of a value
+        // is initialised; no interior mutability (`Immutable`).
+        unsafe impl $crate::transmute::AsBytes for $name {}
 
         impl ::core::default::Default for $name {
             fn default() -> Self {
-                // SAFETY: The type is `FromBytes`, so all zeroes is a valid value.
-                unsafe { ::core::mem::zeroed() }
+                <Self as ::zerocopy::FromZeros>::new_zeroed()
             }
         }
     )*};

@@ -5,8 +5,7 @@
 //! C header: [`include/linux/netdevice.h`](srctree/include/linux/netdevice.h)
 
 use crate::{
-    bindings, container_of, device,
-    fmt,
+    bindings, container_of, device, fmt,
     str::CStr,
     sync::aref::{ARef, AlwaysRefCounted},
     types::Opaque,

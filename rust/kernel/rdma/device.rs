@@ -9,7 +9,9 @@ use super::{
     PortEvent,
 };
 use crate::{
-    bindings, device,
+    bindings,
+    device::{self, Bound},
+    devres::Devres,
     error::{to_result, Result},
     net,
     prelude::*,
@@ -121,6 +123,17 @@ impl<T: Operations> Device<T> {
         })
     }
 
+    /// The bound device the RDMA device belongs to (its parent), for DMA allocations and
+    /// logging.
+    pub fn parent(&self) -> &device::Device<Bound> {
+        // SAFETY: `UnregisteredDevice::new` set the parent to a bound device. A `&Device<T>` only
+        // exists while an `UnregisteredDevice<'a, T>` borrowing the bound parent for `'a` owns the
+        // device, or while the device is registered: its `Registration` lives in a `Devres` of
+        // the parent, which unregisters the device at the latest when the parent is unbound. The
+        // parent is bound throughout, and the `ib_device` holds a reference to it.
+        unsafe { device::Device::from_raw((*self.as_raw()).__bindgen_anon_1.dev.parent) }
+    }
+
     /// The device's name, e.g. `vmw_pvrdma0` (empty before registration).
     pub fn name(&self) -> &CStr {
         // SAFETY: `name` is a NUL-terminated array inside a valid `ib_device`, written by the
@@ -148,21 +161,23 @@ impl<T: Operations> core::ops::Deref for Device<T> {
 ///
 /// `ptr` is a device allocated by `_ib_alloc_device` with room for `DeviceStorage<T>`, its data
 /// is initialised, `T`'s operations are installed, and it is not registered.
-pub struct UnregisteredDevice<T: Operations> {
+pub struct UnregisteredDevice<'a, T: Operations> {
     ptr: NonNull<DeviceStorage<T>>,
+    /// The parent, bound while `'a` lasts.
+    parent: &'a device::Device<Bound>,
 }
 
 // SAFETY: The device can be configured, registered and freed from any thread.
-unsafe impl<T: Operations> Send for UnregisteredDevice<T> {}
+unsafe impl<T: Operations> Send for UnregisteredDevice<'_, T> {}
 
-impl<T: Operations> UnregisteredDevice<T> {
+impl<'a, T: Operations> UnregisteredDevice<'a, T> {
     /// Allocates a device whose parent is `parent`, and initialises its data with `init`.
     ///
     /// `module` owns the operations: while user space has the device open, it cannot be
     /// unloaded.
     pub fn new(
         module: &'static ThisModule,
-        parent: &device::Device,
+        parent: &'a device::Device<Bound>,
         init: impl PinInit<T, Error>,
     ) -> Result<Self> {
         const {
@@ -173,7 +188,9 @@ impl<T: Operations> UnregisteredDevice<T> {
         };
         // SAFETY: The size covers a whole `struct ib_device`; the result is NULL or a zeroed,
         // initialised device of that size.
-        let raw = unsafe { bindings::_ib_alloc_device(size_of::<DeviceStorage<T>>(), &raw mut bindings::init_net) };
+        let raw = unsafe {
+            bindings::_ib_alloc_device(size_of::<DeviceStorage<T>>(), &raw mut bindings::init_net)
+        };
         let ptr = NonNull::new(raw.cast::<DeviceStorage<T>>()).ok_or(ENOMEM)?;
         if ptr.as_ptr() as usize % core::mem::align_of::<DeviceStorage<T>>() != 0 {
             // SAFETY: Allocated just above; nothing else knows it.
@@ -210,7 +227,7 @@ impl<T: Operations> UnregisteredDevice<T> {
         }
         // INVARIANT: Allocated with room for `DeviceStorage<T>`, data initialised, operations
         // installed, not registered.
-        Ok(Self { ptr })
+        Ok(Self { ptr, parent })
     }
 
     fn raw(&self) -> *mut bindings::ib_device {
@@ -267,20 +284,22 @@ impl<T: Operations> UnregisteredDevice<T> {
     }
 
     /// Registers the device under `name` (a `printf`-style pattern such as `"foo%d"`), doing DMA
-    /// through `dma_device`.
+    /// through its parent.
     ///
-    /// On success the returned [`Registration`] owns the device. If `handle` is given, it is
-    /// attached once registration completed and detached before unregistration.
+    /// On success the returned [`Registration`] owns the device. It lives in a [`Devres`] of the
+    /// parent: dropping the handle unregisters the device, and so does unbinding the parent, at
+    /// the latest, so the device is never registered while its parent is unbound. If `handle` is
+    /// given, it is attached once registration completed and detached before unregistration.
     pub fn register(
         self,
         name: &'static CStr,
-        dma_device: &device::Device,
         handle: Option<Arc<DeviceHandle>>,
-    ) -> Result<Registration<T>> {
-        // SAFETY: The device is valid, initialised and not registered; `dma_device` outlives the
-        // registration because it is the device's parent (the caller's bound device).
+    ) -> Result<Devres<Registration<T>>> {
+        let parent = self.parent;
+        // SAFETY: The device is valid, initialised and not registered; the parent, which does
+        // the DMA, is bound, and the registration is undone before it is unbound (see above).
         to_result(unsafe {
-            bindings::ib_register_device(self.raw(), name.as_char_ptr(), dma_device.as_raw())
+            bindings::ib_register_device(self.raw(), name.as_char_ptr(), parent.as_raw())
         })?;
         let ptr = self.ptr;
         core::mem::forget(self);
@@ -288,11 +307,12 @@ impl<T: Operations> UnregisteredDevice<T> {
         if let Some(h) = &reg.handle {
             h.attach(reg.raw(), core::any::TypeId::of::<T>());
         }
-        Ok(reg)
+        // On failure this drops `reg`, which unregisters the device.
+        Devres::new(parent, reg)
     }
 }
 
-impl<T: Operations> Drop for UnregisteredDevice<T> {
+impl<T: Operations> Drop for UnregisteredDevice<'_, T> {
     fn drop(&mut self) {
         // SAFETY: By the type invariant the data is initialised and the device is not
         // registered, so no callback can run: the data is dropped once, then the device freed.

@@ -68,8 +68,13 @@ pub trait Operations: Send + Sync + Sized + 'static {
     /// [`rdma_device_attributes!`]: crate::rdma_device_attributes
     const DEVICE_GROUP: Option<&'static AttributeGroup> = None;
 
-    /// Reports the device's attributes. `udata` carries the (driver-specific) request.
-    fn query_device(_dev: &Device<Self>, _attr: &mut DeviceAttr, _udata: &mut UData) -> Result {
+    /// Reports the device's attributes. `udata` carries the (driver-specific) request of a user
+    /// query; the core's own query (at registration) has none.
+    fn query_device(
+        _dev: &Device<Self>,
+        _attr: &mut DeviceAttr,
+        _udata: Option<&mut UData>,
+    ) -> Result {
         crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -508,12 +513,13 @@ impl<T: Operations> Adapter<T> {
         udata: *mut bindings::ib_udata,
     ) -> c_int {
         from_result(|| {
-            // SAFETY: The core passes valid pointers for the duration of the call.
+            // SAFETY: The core passes valid pointers for the duration of the call, except
+            // `udata`, which is NULL when the core queries the device itself (registration).
             let (dev, attr, udata) = unsafe {
                 (
                     Self::dev(ib),
                     DeviceAttr::from_raw(attr),
-                    UData::from_raw(udata),
+                    (!udata.is_null()).then(|| UData::from_raw(udata)),
                 )
             };
             T::query_device(dev, attr, udata)?;

@@ -52,9 +52,12 @@ impl UData {
         if self.in_len() < size_of::<T>() {
             return Err(EINVAL);
         }
-        UserSlice::new(UserPtr::from_addr(self.raw().inbuf as usize), size_of::<T>())
-            .reader()
-            .read::<T>()
+        UserSlice::new(
+            UserPtr::from_addr(self.raw().inbuf as usize),
+            size_of::<T>(),
+        )
+        .reader()
+        .read::<T>()
     }
 
     /// Writes the response `value`. Fails with `EINVAL`, writing nothing, if user space gave

@@ -8,8 +8,6 @@
 
 use kernel::pod;
 
-/// PCI vendor ID of VMware.
-pub(crate) const PCI_VENDOR_ID_VMWARE: u16 = 0x15ad;
 /// PCI device ID of the pvrdma function.
 pub(crate) const PCI_DEVICE_ID_VMWARE_PVRDMA: u16 = 0x0820;
 /// PCI device ID of the vmxnet3 function it pairs with.

@@ -7,56 +7,62 @@
 //! the response slot. Every request carries a sequence number in `hdr.response`, which the
 //! device echoes, so a late or stray response is recognised instead of being taken for the
 //! current one.
+//!
+//! The response interrupt signals a counting completion, which is never re-initialised (C's
+//! `reinit_completion()` races with an interrupt still completing the previous command): the
+//! waiter takes signals until the response slot holds the answer to its own sequence number.
 
-use crate::abi::{CmdHdr, RespHdr, CMD_REQ_SIZE, CMD_RESP_SIZE, REGS_SIZE, REG_ERR, REG_REQUEST};
+use crate::{
+    abi::{CmdHdr, RespHdr, CMD_REQ_SIZE, CMD_RESP_SIZE, REGS_SIZE, REG_ERR, REG_REQUEST},
+    mem::{alloc_page, DmaPage, SharedBytes},
+};
 use core::mem::size_of;
 use kernel::{
-    device,
-    dma::CoherentAllocation,
-    new_completion, new_mutex,
-    page::PAGE_SIZE,
-    pci,
+    device::{Bound, Device},
+    io::Io,
+    new_mutex,
+    pci::DevresBar,
     prelude::*,
-    sync::{Completion, Mutex},
+    sync::{
+        barrier::{dma_mb, mb, Full, Read},
+        Completion, Mutex,
+    },
     time::msecs_to_jiffies,
-    types::{AsBytes, FromBytes},
 };
+use zerocopy::{FromBytes, Immutable, IntoBytes};
 
 /// How long the device may take to answer a command.
 const CMD_TIMEOUT_MS: u32 = 10_000;
 
 /// The device's register window.
-pub(crate) type Regs = pci::Bar<REGS_SIZE>;
+pub(crate) type Regs = DevresBar<REGS_SIZE>;
 
 /// The command and response slots and what serialises their use.
 #[pin_data]
 pub(crate) struct CmdChannel {
-    req: CoherentAllocation<u8>,
-    resp: CoherentAllocation<u8>,
+    req: DmaPage,
+    resp: DmaPage,
     /// Held for a whole round trip; the value is the last sequence number used.
     #[pin]
     seq: Mutex<u64>,
-    /// Completed by the response interrupt.
+    /// Signalled by the response interrupt, once per interrupt.
     #[pin]
     done: Completion,
 }
 
 impl CmdChannel {
     /// Allocates a command or response slot (a page) for `dev`.
-    pub(crate) fn alloc_slot(dev: &device::Device) -> Result<CoherentAllocation<u8>> {
-        CoherentAllocation::<u8>::alloc(dev, PAGE_SIZE, GFP_KERNEL)
+    pub(crate) fn alloc_slot(dev: &Device<Bound>) -> Result<DmaPage> {
+        alloc_page(dev)
     }
 
     /// A channel over the slots `req` and `resp` (from [`CmdChannel::alloc_slot`]).
-    pub(crate) fn new(
-        req: CoherentAllocation<u8>,
-        resp: CoherentAllocation<u8>,
-    ) -> impl PinInit<Self> {
+    pub(crate) fn new(req: DmaPage, resp: DmaPage) -> impl PinInit<Self> {
         pin_init!(Self {
             req,
             resp,
             seq <- new_mutex!(0, "pvrdma::CmdChannel::seq"),
-            done <- new_completion!("pvrdma::CmdChannel::done"),
+            done <- Completion::new(),
         })
     }
 
@@ -67,12 +73,16 @@ impl CmdChannel {
 
     /// Runs command `code` with the request `body` (whose `hdr` is filled in here) and returns
     /// the response, after checking that it answers this request with `resp_code` and no error.
-    pub(crate) fn run<C: AsBytes, R: FromBytes>(
+    pub(crate) fn run<C, R>(
         &self,
         regs: &Regs,
         (code, resp_code): (u32, u32),
         body: &C,
-    ) -> Result<R> {
+    ) -> Result<R>
+    where
+        C: IntoBytes + Immutable,
+        R: FromBytes + IntoBytes,
+    {
         const {
             assert!(size_of::<C>() >= size_of::<CmdHdr>() && size_of::<C>() <= CMD_REQ_SIZE);
             assert!(size_of::<R>() >= size_of::<RespHdr>() && size_of::<R>() <= CMD_RESP_SIZE);
@@ -89,29 +99,25 @@ impl CmdChannel {
         self.req.write_at(0, &hdr)?;
         self.resp.write_at(0, &RespHdr::default())?;
 
-        self.done.reinit();
-        regs.write32::<REG_REQUEST>(0);
-        // The request must reach the device before its verdict is read.
-        kernel::io::mb();
-        let err = regs.read32::<REG_ERR>();
+        // The register access runs under the BAR's RCU read lock: no sleeping until it ends.
+        let err = {
+            let bar = regs.try_access().ok_or(ENXIO)?;
+            bar.write32(0, REG_REQUEST);
+            // The request must reach the device before its verdict is read.
+            mb(Full);
+            bar.read32(REG_ERR)
+        };
         if err != 0 {
             pr_warn!("command {} refused by the device (error {})\n", code, err);
             return Err(EIO);
         }
-        if let Err(e) = self.done.wait_timeout(msecs_to_jiffies(CMD_TIMEOUT_MS)) {
-            pr_warn!("command {}: no response from the device\n", code);
-            return Err(e);
-        }
-        kernel::io::rmb();
-        let rhdr: RespHdr = self.resp.read_at(0)?;
-        if rhdr.response != *seq || rhdr.ack != resp_code {
+        let rhdr = self.wait_response(*seq, code)?;
+        if rhdr.ack != resp_code {
             pr_warn!(
-                "command {}: unexpected response {:#x} (seq {}, expected {:#x} seq {})\n",
+                "command {}: unexpected response {:#x} (expected {:#x})\n",
                 code,
                 rhdr.ack,
-                rhdr.response,
-                resp_code,
-                *seq
+                resp_code
             );
             return Err(EIO);
         }
@@ -124,5 +130,33 @@ impl CmdChannel {
             return Err(EIO);
         }
         self.resp.read_at(0)
+    }
+
+    /// Waits until the response slot answers sequence number `seq`, for at most
+    /// [`CMD_TIMEOUT_MS`] in all. Signals left over from an earlier command (whose response
+    /// came after it gave up) are consumed on the way.
+    fn wait_response(&self, seq: u64, code: u32) -> Result<RespHdr> {
+        let mut left = msecs_to_jiffies(CMD_TIMEOUT_MS);
+        loop {
+            match self.done.wait_for_completion_timeout(left) {
+                Ok(rest) => left = rest,
+                Err(e) => {
+                    pr_warn!("command {}: no response from the device\n", code);
+                    return Err(e);
+                }
+            }
+            // The response is read only after the interrupt that announced it.
+            dma_mb(Read);
+            let rhdr: RespHdr = self.resp.read_at(0)?;
+            if rhdr.response == seq {
+                return Ok(rhdr);
+            }
+            pr_debug!(
+                "command {}: stale response (seq {}, waiting for {})\n",
+                code,
+                rhdr.response,
+                seq
+            );
+        }
     }
 }

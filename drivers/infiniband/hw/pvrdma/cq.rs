@@ -59,7 +59,7 @@ pub(crate) fn create(
         return Err(EINVAL);
     }
     let reservation = dev.counts.cqs.take(dev.caps.max_cq)?;
-    let pdev = dev.hw.pdev.as_dev();
+    let pdev = dev.parent();
 
     let (ring, pdir_dma, npages, user_reply) = match udata {
         Some(udata) => {
@@ -121,7 +121,7 @@ pub(crate) fn create(
     if let Err(e) = checked {
         pr_warn!(
             "{}: device gave CQ {} an invalid size {}\n",
-            dev.hw.pdev.name(),
+            dev.hw.name(),
             resp.cq_handle,
             resp.cqe
         );
@@ -210,11 +210,7 @@ pub(crate) fn poll(
             }
             Ok(None) => break,
             Err(e) => {
-                pr_err!(
-                    "{}: CQ {} ring state invalid\n",
-                    dev.hw.pdev.name(),
-                    cq.handle
-                );
+                pr_err!("{}: CQ {} ring state invalid\n", dev.hw.name(), cq.handle);
                 return Err(e);
             }
         }
@@ -253,11 +249,7 @@ pub(crate) fn flush_qp(dev: &rdma::Device<IbDev>, cq: &rdma::Cq<IbDev>, qp_handl
             .retain(|cqe| (cqe.qp & 0xffff) as u32 != qp_handle)
             .is_err()
         {
-            pr_err!(
-                "{}: CQ {} ring state invalid\n",
-                dev.hw.pdev.name(),
-                cq.handle
-            );
+            pr_err!("{}: CQ {} ring state invalid\n", dev.hw.name(), cq.handle);
         }
     }
 }

@@ -9,33 +9,47 @@ use crate::{
     ring::DeviceRing,
 };
 use kernel::{
-    dma::{self, CoherentAllocation},
+    device::Core,
+    dma::Coherent,
+    io::Io,
     net, new_mutex,
-    page::PAGE_SIZE,
+    page::{PAGE_SHIFT, PAGE_SIZE},
     pci,
     prelude::*,
-    sync::{Arc, Mutex},
-    types::{ARef, AsBytes, FromBytes},
+    sync::{
+        aref::ARef,
+        barrier::{mb, Full},
+        Arc, Mutex,
+    },
 };
+use zerocopy::{FromBytes, Immutable, IntoBytes};
 
 /// The name under which BARs and interrupts are requested.
-pub(crate) const NAME: &CStr = kernel::c_str!("pvrdma");
+pub(crate) const NAME: &CStr = c"pvrdma";
+
+/// The UAR BAR, as far as the driver maps it: the kernel's page.
+type Uar = pci::DevresBar<PAGE_SIZE>;
 
 /// The device and the memory it shares with the driver.
 ///
 /// Dropping it resets the device first, so that it stops using the shared memory, which is then
-/// freed; then the BARs are unmapped and the PCI device disabled (field order).
-#[pin_data(PinnedDrop)]
+/// freed; then the BARs are unmapped (field order). It is shared with the interrupt handlers,
+/// which devres may free after the driver's data, so it does not borrow the bound device: the
+/// BARs are [`pci::DevresBar`]s, and an access after the device was unbound does nothing.
+#[pin_data]
 pub(crate) struct Hw {
+    /// The registers; dropped first, which resets the device (see [`DeviceRegs`]).
+    pub(crate) regs: DeviceRegs,
     /// The command channel.
     #[pin]
     pub(crate) cmd: CmdChannel,
     async_ring: DeviceRing<Eqe>,
     cq_ring: DeviceRing<Cqne>,
-    dsr: CoherentAllocation<Dsr>,
-    /// The registers.
-    pub(crate) regs: Regs,
-    uar: pci::Bar<PAGE_SIZE>,
+    dsr: Coherent<Dsr>,
+    uar: Uar,
+    /// Bus address and length of the UAR BAR (user contexts map pages of it).
+    uar_start: u64,
+    uar_len: u64,
     /// The device version (`VERSION` register), at least `VERSION_ROCEV1`.
     pub(crate) version: u32,
     /// The paired network device, while it is registered.
@@ -43,33 +57,33 @@ pub(crate) struct Hw {
     pub(crate) netdev: Mutex<Option<ARef<net::device::Device>>>,
     /// The PCI function.
     pub(crate) pdev: ARef<pci::Device>,
-    _enabled: pci::EnabledDevice,
 }
 
 impl Hw {
     /// Enables `pdev`, maps its BARs and allocates the shared memory. The device does not know
     /// the DSR yet: see [`Hw::load_dsr`].
-    pub(crate) fn new(pdev: &pci::Device) -> Result<Arc<Self>> {
-        let dev = pdev.as_dev();
-        let enabled = pdev.enable_device_mem()?;
-        let regs = Regs::new(pdev, BAR_REGS, NAME)?;
-        let uar = pci::Bar::<PAGE_SIZE>::new(pdev, BAR_UAR, NAME)?;
-        dma::set_mask_and_coherent(dev, 64)?;
-        enabled.set_master();
+    pub(crate) fn new(pdev: &pci::Device<Core<'_>>) -> Result<Arc<Self>> {
+        let dev = pdev.as_ref();
+        pdev.enable_device_mem()?;
+        let regs = pdev
+            .iomap_region_sized::<REGS_SIZE>(BAR_REGS, NAME)?
+            .into_devres()?;
+        let uar = pdev
+            .iomap_region_sized::<PAGE_SIZE>(BAR_UAR, NAME)?
+            .into_devres()?;
+        let uar_start = pdev.resource_start(BAR_UAR)?;
+        let uar_len = pdev.resource_len(BAR_UAR)?;
+        pdev.set_master();
 
-        let version = regs.read32::<REG_VERSION>();
-        pr_info!(
-            "{}: device version {}, driver version {}\n",
-            pdev.name(),
+        let version = regs.access(dev)?.read32(REG_VERSION);
+        dev_info!(
+            pdev,
+            "device version {}, driver version {}\n",
             version,
             DRIVER_VERSION
         );
         if version < VERSION_ROCEV1 {
-            pr_err!(
-                "{}: device version {} is not supported\n",
-                pdev.name(),
-                version
-            );
+            dev_err!(pdev, "device version {} is not supported\n", version);
             return Err(ENODEV);
         }
 
@@ -77,19 +91,19 @@ impl Hw {
         let resp = CmdChannel::alloc_slot(dev)?;
         let async_ring = DeviceRing::<Eqe>::new(dev, NUM_RING_PAGES)?;
         let cq_ring = DeviceRing::<Cqne>::new(dev, NUM_RING_PAGES)?;
-        let dsr = CoherentAllocation::<Dsr>::alloc(dev, 1, GFP_KERNEL)?;
+        let dsr = Coherent::<Dsr>::zeroed(dev, GFP_KERNEL)?;
 
         // The kernel's UAR page is page 0 of BAR 2.
-        let uar_pfn = uar.start() >> kernel::page::PAGE_SHIFT;
+        let uar_pfn = uar_start >> PAGE_SHIFT;
         if version < VERSION_PPN64 && u32::try_from(uar_pfn).is_err() {
-            pr_err!("{}: UAR page frame beyond 32 bits\n", pdev.name());
+            dev_err!(pdev, "UAR page frame beyond 32 bits\n");
             return Err(ENODEV);
         }
         let shared = Dsr {
             driver_version: DRIVER_VERSION,
             gos_info: GOS_INFO_LINUX_64,
-            cmd_slot_dma: req.dma_handle(),
-            resp_slot_dma: resp.dma_handle(),
+            cmd_slot_dma: req.dma_address(),
+            resp_slot_dma: resp.dma_address(),
             async_ring_pages: RingPageInfo {
                 num_pages: NUM_RING_PAGES,
                 reserved: 0,
@@ -103,7 +117,7 @@ impl Hw {
             uar_pfn,
             ..Default::default()
         };
-        dsr.write(0, &shared)?;
+        (&dsr).copy_write(shared);
 
         Arc::pin_init(
             pin_init!(Self {
@@ -111,12 +125,13 @@ impl Hw {
                 async_ring,
                 cq_ring,
                 dsr,
-                regs,
+                regs: DeviceRegs(regs),
                 uar,
+                uar_start,
+                uar_len,
                 version,
                 netdev <- new_mutex!(None, "pvrdma::Hw::netdev"),
-                pdev: pdev.into(),
-                _enabled: enabled,
+                pdev: ARef::from(&**pdev),
             }),
             GFP_KERNEL,
         )
@@ -125,26 +140,29 @@ impl Hw {
     /// Tells the device where the DSR is; the device then fills in its capabilities, which are
     /// returned once checked.
     pub(crate) fn load_dsr(&self) -> Result<Caps> {
-        let base = self.dsr.dma_handle();
-        // The high half goes last: writing it makes the device load the DSR.
-        self.regs.write32::<REG_DSRLOW>(base as u32);
-        self.regs.write32::<REG_DSRHIGH>((base >> 32) as u32);
-        kernel::io::mb();
-        let caps = self.dsr.read(0)?.caps;
+        let base = self.dsr.dma_address();
+        {
+            let regs = self.regs()?;
+            // The high half goes last: writing it makes the device load the DSR.
+            regs.write32(base as u32, REG_DSRLOW);
+            regs.write32((base >> 32) as u32, REG_DSRHIGH);
+        }
+        mb(Full);
+        let caps = (&self.dsr).copy_read().caps;
         self.check_caps(&caps)?;
         Ok(caps)
     }
 
     /// Checks the capabilities the device reported before anything relies on them.
     fn check_caps(&self, caps: &Caps) -> Result {
-        let name = self.pdev.name();
+        let pdev = &*self.pdev;
         let gid_types = caps.gid_types;
         let supported = caps.mode == DEVICE_MODE_ROCE
             && ((self.version == VERSION_ROCEV1 && gid_types == GID_TYPE_FLAG_ROCE_V1)
                 || (self.version >= VERSION_ROCEV2
                     && (gid_types == GID_TYPE_FLAG_ROCE_V1 || gid_types == GID_TYPE_FLAG_ROCE_V2)));
         if !supported {
-            pr_err!("{}: driver needs RoCE v1 or v2 support\n", name);
+            dev_err!(pdev, "driver needs RoCE v1 or v2 support\n");
             return Err(EFAULT);
         }
         let (ports, gids, pkeys, uars) = (
@@ -154,19 +172,19 @@ impl Hw {
             caps.max_uar,
         );
         if ports != 1 {
-            pr_err!("{}: device reports {} ports, expected 1\n", name, ports);
+            dev_err!(pdev, "device reports {} ports, expected 1\n", ports);
             return Err(EIO);
         }
         if gids == 0 || gids > 1024 {
-            pr_err!("{}: implausible GID table length {}\n", name, gids);
+            dev_err!(pdev, "implausible GID table length {}\n", gids);
             return Err(EIO);
         }
         if pkeys == 0 {
-            pr_err!("{}: device reports no P_Keys\n", name);
+            dev_err!(pdev, "device reports no P_Keys\n");
             return Err(EIO);
         }
         if !uars.is_power_of_two() || self.uar_pages() < 2 {
-            pr_err!("{}: implausible UAR count {}\n", name, uars);
+            dev_err!(pdev, "implausible UAR count {}\n", uars);
             return Err(EIO);
         }
         Ok(())
@@ -174,55 +192,71 @@ impl Hw {
 
     /// The number of UAR pages BAR 2 has.
     pub(crate) fn uar_pages(&self) -> u32 {
-        (self.uar.len() / PAGE_SIZE as u64).min(u32::MAX as u64) as u32
+        u32::try_from(self.uar_len / PAGE_SIZE as u64).unwrap_or(u32::MAX)
     }
 
     /// The page frame number of UAR page `index` (0 is the kernel's).
     pub(crate) fn uar_pfn(&self, index: u32) -> u64 {
-        (self.uar.start() >> kernel::page::PAGE_SHIFT) + index as u64
+        (self.uar_start >> PAGE_SHIFT) + u64::from(index)
     }
 
     /// Rings the kernel's CQ doorbell: `value` is a CQ handle with `UAR_CQ_*` bits.
     pub(crate) fn ring_cq_doorbell(&self, value: u32) {
-        self.uar
-            .write32::<{ crate::abi_verbs::UAR_CQ_OFFSET }>(value);
+        if let Some(uar) = self.uar.try_access() {
+            uar.write32(value, crate::abi_verbs::UAR_CQ_OFFSET);
+        }
     }
 
     /// Rings the kernel's QP doorbell: `value` is a QP handle with `UAR_QP_*` bits.
     pub(crate) fn ring_qp_doorbell(&self, value: u32) {
-        self.uar
-            .write32::<{ crate::abi_verbs::UAR_QP_OFFSET }>(value);
+        if let Some(uar) = self.uar.try_access() {
+            uar.write32(value, crate::abi_verbs::UAR_QP_OFFSET);
+        }
+    }
+
+    /// The device's name, for messages.
+    pub(crate) fn name(&self) -> &CStr {
+        self.pdev.as_ref().name()
+    }
+
+    /// The registers, or `ENXIO` once the device is unbound. The guard holds an RCU read lock:
+    /// it must not be held across anything that sleeps.
+    pub(crate) fn regs(
+        &self,
+    ) -> Result<kernel::devres::DevresGuard<'_, pci::Bar<'static, REGS_SIZE>>> {
+        self.regs.try_access().ok_or(ENXIO)
     }
 
     /// Writes `value` to `CTL` and returns whether the device accepted it.
     pub(crate) fn control(&self, value: u32) -> Result {
-        self.regs.write32::<REG_CTL>(value);
-        kernel::io::mb();
-        match self.regs.read32::<REG_ERR>() {
+        let regs = self.regs()?;
+        regs.write32(value, REG_CTL);
+        mb(Full);
+        match regs.read32(REG_ERR) {
             0 => Ok(()),
             _ => Err(EIO),
         }
     }
 
     /// Unmasks all interrupt causes; they are masked again when the result is dropped.
-    pub(crate) fn enable_interrupts(self: &Arc<Self>) -> InterruptsEnabled {
-        self.regs.write32::<REG_IMR>(0);
-        InterruptsEnabled(self.clone())
+    pub(crate) fn enable_interrupts(self: &Arc<Self>) -> Result<InterruptsEnabled> {
+        self.regs()?.write32(0, REG_IMR);
+        Ok(InterruptsEnabled(self.clone()))
     }
 
     /// Runs a device command (see [`CmdChannel::run`]).
-    pub(crate) fn command<C: AsBytes, R: FromBytes>(
+    pub(crate) fn command<C: IntoBytes + Immutable, R: FromBytes + IntoBytes>(
         &self,
         code: (u32, u32),
         body: &C,
     ) -> Result<R> {
-        self.cmd.run(&self.regs, code, body)
+        self.cmd.run(&self.regs.0, code, body)
     }
 
     /// Runs the command that destroys the object `what` (with device handle `handle`) in the
     /// device. A refusal is logged, not returned: for the RDMA core the object is gone either
     /// way, and its memory is freed after this returns.
-    pub(crate) fn destroy_object<C: AsBytes, R: FromBytes>(
+    pub(crate) fn destroy_object<C: IntoBytes + Immutable, R: FromBytes + IntoBytes>(
         &self,
         code: (u32, u32),
         cmd: &C,
@@ -230,9 +264,9 @@ impl Hw {
         handle: u32,
     ) {
         if let Err(e) = self.command::<C, R>(code, cmd) {
-            pr_warn!(
-                "{}: could not destroy {} {}: {:?}\n",
-                self.pdev.name(),
+            dev_warn!(
+                self.pdev,
+                "could not destroy {} {}: {:?}\n",
                 what,
                 handle,
                 e
@@ -247,7 +281,7 @@ impl Hw {
                 Ok(Some(eqe)) => f(eqe),
                 Ok(None) => break,
                 Err(_) => {
-                    pr_warn!("{}: async event ring indexes invalid\n", self.pdev.name());
+                    dev_warn!(self.pdev, "async event ring indexes invalid\n");
                     break;
                 }
             }
@@ -261,10 +295,7 @@ impl Hw {
                 Ok(Some(cqne)) => f(cqne.info),
                 Ok(None) => break,
                 Err(_) => {
-                    pr_warn!(
-                        "{}: CQ notification ring indexes invalid\n",
-                        self.pdev.name()
-                    );
+                    dev_warn!(self.pdev, "CQ notification ring indexes invalid\n");
                     break;
                 }
             }
@@ -272,12 +303,27 @@ impl Hw {
     }
 }
 
-#[pinned_drop]
-impl PinnedDrop for Hw {
-    fn drop(self: Pin<&mut Self>) {
-        // Deactivate the device before the memory it knows about is freed.
-        self.regs.write32::<REG_CTL>(CTL_RESET);
-        kernel::io::mb();
+/// The register window, which resets the device when dropped: the first field of [`Hw`], so the
+/// device stops using the shared memory before the other fields free it.
+pub(crate) struct DeviceRegs(Regs);
+
+impl DeviceRegs {
+    /// The registers, if the device is still bound (see [`Hw::regs`]).
+    pub(crate) fn try_access(
+        &self,
+    ) -> Option<kernel::devres::DevresGuard<'_, pci::Bar<'static, REGS_SIZE>>> {
+        self.0.try_access()
+    }
+}
+
+impl Drop for DeviceRegs {
+    fn drop(&mut self) {
+        // Once the device is unbound the BAR is gone and nothing can be written; the driver's
+        // data, and with it the last reference to `Hw` normally, goes before that.
+        if let Some(regs) = self.0.try_access() {
+            regs.write32(CTL_RESET, REG_CTL);
+            mb(Full);
+        }
     }
 }
 
@@ -286,6 +332,8 @@ pub(crate) struct InterruptsEnabled(Arc<Hw>);
 
 impl Drop for InterruptsEnabled {
     fn drop(&mut self) {
-        self.0.regs.write32::<REG_IMR>(!0);
+        if let Some(regs) = self.0.regs.try_access() {
+            regs.write32(!0, REG_IMR);
+        }
     }
 }

@@ -76,7 +76,7 @@ impl IbDev {
         {
             pr_warn!(
                 "{}: implausible port attributes from the device\n",
-                self.hw.pdev.name()
+                self.hw.name()
             );
             return Err(EIO);
         }
@@ -185,8 +185,13 @@ impl rdma::Operations for IbDev {
 
     const DEVICE_GROUP: Option<&'static rdma::AttributeGroup> = Some(&SYSFS_ATTRS);
 
-    fn query_device(dev: &rdma::Device<Self>, attr: &mut DeviceAttr, udata: &mut UData) -> Result {
-        if udata.in_len() != 0 || udata.out_len() != 0 {
+    fn query_device(
+        dev: &rdma::Device<Self>,
+        attr: &mut DeviceAttr,
+        udata: Option<&mut UData>,
+    ) -> Result {
+        // The device has no driver-specific query (C's check).
+        if udata.is_some_and(|u| u.in_len() != 0 || u.out_len() != 0) {
             return Err(EINVAL);
         }
         let c = &dev.caps;

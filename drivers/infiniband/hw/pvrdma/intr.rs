@@ -9,6 +9,7 @@ use crate::{
     ib::IbDev,
 };
 use kernel::{
+    io::Io,
     irq::{self, IrqReturn},
     prelude::*,
     rdma::{self, DeviceHandle, PortEvent},
@@ -26,7 +27,10 @@ pub(crate) struct ResponseIrq {
 impl irq::Handler for ResponseIrq {
     fn handle(&self) -> IrqReturn {
         if self.shared {
-            let icr = self.hw.regs.read32::<REG_ICR>();
+            let Some(regs) = self.hw.regs.try_access() else {
+                return IrqReturn::None;
+            };
+            let icr = regs.read32(REG_ICR);
             if icr == 0 {
                 return IrqReturn::None;
             }
@@ -102,7 +106,7 @@ impl AsyncEventIrq {
             eqe.info
         };
         if port != PORT {
-            pr_warn!("{}: event on port {}\n", self.hw.pdev.name(), port);
+            pr_warn!("{}: event on port {}\n", self.hw.name(), port);
             return;
         }
         self.events.dispatch_port_event(port, ev);

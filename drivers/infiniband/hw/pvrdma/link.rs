@@ -4,7 +4,7 @@
 //! RDMA port's link.
 
 use crate::{
-    abi::{CTL_UNQUIESCE, PCI_DEVICE_ID_VMWARE_VMXNET3, PCI_VENDOR_ID_VMWARE, PORT},
+    abi::{CTL_UNQUIESCE, PCI_DEVICE_ID_VMWARE_VMXNET3, PORT},
     hw::Hw,
 };
 use kernel::{
@@ -15,18 +15,17 @@ use kernel::{
     pci,
     prelude::*,
     rdma::{DeviceHandle, PortEvent},
-    sync::Arc,
-    types::ARef,
+    sync::{aref::ARef, Arc},
 };
 
 /// Finds the vmxnet3 function paired with `pdev` (function 0 of its slot).
 pub(crate) fn paired_function(pdev: &pci::Device) -> Result<ARef<pci::Device>> {
-    let Some(fn0) = pdev.get_slot(pdev.slot() << 3) else {
-        pr_err!("{}: failed to find paired net device\n", pdev.name());
+    let Some(fn0) = pdev.slot_function(0) else {
+        dev_err!(pdev, "failed to find paired net device\n");
         return Err(ENODEV);
     };
-    if fn0.vendor_id() != PCI_VENDOR_ID_VMWARE || fn0.device_id() != PCI_DEVICE_ID_VMWARE_VMXNET3 {
-        pr_err!("{}: failed to find paired vmxnet3 device\n", pdev.name());
+    if fn0.vendor_id() != pci::Vendor::VMWARE || fn0.device_id() != PCI_DEVICE_ID_VMWARE_VMXNET3 {
+        dev_err!(pdev, "failed to find paired vmxnet3 device\n");
         return Err(ENODEV);
     }
     Ok(fn0)
@@ -55,21 +54,17 @@ impl Notifier for LinkWatcher {
         match event {
             Event::Register => {
                 let mut netdev = self.hw.netdev.lock();
-                if netdev.is_none() && ndev.is_child_of(self.vmxnet3.as_dev()) {
+                if netdev.is_none() && ndev.is_child_of(self.vmxnet3.as_ref()) {
                     if let Err(e) = self.events.set_netdev(PORT, Some(ndev)) {
                         pr_warn!(
                             "{}: cannot attach {}: {:?}\n",
-                            self.hw.pdev.name(),
+                            self.hw.name(),
                             ndev.name(),
                             e
                         );
                         return;
                     }
-                    pr_info!(
-                        "{}: paired device to {}\n",
-                        self.hw.pdev.name(),
-                        ndev.name()
-                    );
+                    pr_info!("{}: paired device to {}\n", self.hw.name(), ndev.name());
                     *netdev = Some(ndev.into());
                 }
             }
@@ -84,7 +79,7 @@ impl Notifier for LinkWatcher {
                 if self.hw.control(CTL_UNQUIESCE).is_err() {
                     pr_err!(
                         "{}: failed to activate device during link up\n",
-                        self.hw.pdev.name()
+                        self.hw.name()
                     );
                 } else {
                     self.events.dispatch_port_event(PORT, PortEvent::Active);

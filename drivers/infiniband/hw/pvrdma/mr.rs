@@ -78,7 +78,7 @@ pub(crate) fn reg_user(
     if umem.num_pages() > PAGE_DIR_MAX_PAGES {
         return Err(EINVAL);
     }
-    let pdir = PageDir::for_user(dev.hw.pdev.as_dev(), &[&umem])?;
+    let pdir = PageDir::for_user(dev.parent(), &[&umem])?;
     let cmd = CmdCreateMr {
         start: virt_addr,
         length,
@@ -149,7 +149,7 @@ pub(crate) fn alloc(
     }
     let reservation = dev.counts.mrs.take(dev.caps.max_mr)?;
     let max = max_num_sg as usize;
-    let pdir = PageDir::for_pages(dev.hw.pdev.as_dev(), max)?;
+    let pdir = PageDir::for_pages(dev.parent(), max)?;
     let list = PageList {
         pages: KVec::from_elem(0, max, GFP_KERNEL)?,
         len: 0,

@@ -6,9 +6,17 @@
 //! addresses of up to 512 data pages. Commands and the DSR name a directory by its bus address
 //! and a page count.
 
-use crate::abi::PAGE_DIR_MAX_PAGES;
+use crate::{
+    abi::PAGE_DIR_MAX_PAGES,
+    mem::{alloc_page, DmaPage},
+};
 use kernel::{
-    device, dma::CoherentAllocation, dma::DmaAddress, page::PAGE_SIZE, prelude::*, rdma::Umem,
+    device::{Bound, Device},
+    dma::{Coherent, DmaAddress},
+    io::io_write,
+    page::PAGE_SIZE,
+    prelude::*,
+    rdma::Umem,
 };
 
 /// Entries (u64 bus addresses) in a directory or table page.
@@ -23,25 +31,25 @@ const ENTRIES: usize = PAGE_SIZE / 8;
 /// the bus address of `tables[t]`, entry `i % 512` of table `i / 512` that of page `i`, which is
 /// `pages[i]` when the directory owns its pages (`pages` is empty otherwise).
 pub(crate) struct PageDir {
-    dir: CoherentAllocation<u64>,
+    dir: Coherent<[u64]>,
     /// Owned for the device, which reads them; the driver only writes them at creation.
-    tables: KVec<CoherentAllocation<u64>>,
-    pages: KVec<CoherentAllocation<u8>>,
+    tables: KVec<Coherent<[u64]>>,
+    pages: KVec<DmaPage>,
     npages: usize,
 }
 
 impl PageDir {
     /// Allocates the directory and tables for `npages` pages.
-    fn tables(dev: &device::Device, npages: usize) -> Result<Self> {
+    fn tables(dev: &Device<Bound>, npages: usize) -> Result<Self> {
         if npages == 0 || npages > PAGE_DIR_MAX_PAGES {
             return Err(EINVAL);
         }
-        let dir = CoherentAllocation::<u64>::alloc(dev, ENTRIES, GFP_KERNEL)?;
+        let dir = Coherent::<u64>::zeroed_slice(dev, ENTRIES, GFP_KERNEL)?;
         let ntables = (npages - 1) / ENTRIES + 1;
         let mut tables = KVec::with_capacity(ntables, GFP_KERNEL)?;
         for t in 0..ntables {
-            let table = CoherentAllocation::<u64>::alloc(dev, ENTRIES, GFP_KERNEL)?;
-            dir.write(t, &table.dma_handle())?;
+            let table = Coherent::<u64>::zeroed_slice(dev, ENTRIES, GFP_KERNEL)?;
+            io_write!(&dir, [try: t], table.dma_address());
             tables.push(table, GFP_KERNEL)?;
         }
         Ok(Self {
@@ -54,7 +62,7 @@ impl PageDir {
 
     /// A directory for up to `npages` pages the owner enters later with [`PageDir::set`] (the
     /// page list of a fast-register MR).
-    pub(crate) fn for_pages(dev: &device::Device, npages: usize) -> Result<Self> {
+    pub(crate) fn for_pages(dev: &Device<Bound>, npages: usize) -> Result<Self> {
         Self::tables(dev, npages)
     }
 
@@ -63,12 +71,14 @@ impl PageDir {
         if index >= self.npages {
             return Err(EINVAL);
         }
-        self.tables[index / ENTRIES].write(index % ENTRIES, &addr)
+        let table = self.tables.get(index / ENTRIES).ok_or(EINVAL)?;
+        io_write!(table, [try: index % ENTRIES], addr);
+        Ok(())
     }
 
     /// A directory of the pages of `umems`, one after the other. The caller keeps them pinned
     /// for as long as the device may use the directory.
-    pub(crate) fn for_user(dev: &device::Device, umems: &[&Umem]) -> Result<Self> {
+    pub(crate) fn for_user(dev: &Device<Bound>, umems: &[&Umem]) -> Result<Self> {
         let npages = umems
             .iter()
             .try_fold(0usize, |n, u| n.checked_add(u.num_pages()))
@@ -94,12 +104,12 @@ impl PageDir {
     }
 
     /// Allocates a directory of `npages` zeroed pages for `dev`.
-    pub(crate) fn new(dev: &device::Device, npages: usize) -> Result<Self> {
+    pub(crate) fn new(dev: &Device<Bound>, npages: usize) -> Result<Self> {
         let mut pdir = Self::tables(dev, npages)?;
         let mut pages = KVec::with_capacity(npages, GFP_KERNEL)?;
         for i in 0..npages {
-            let page = CoherentAllocation::<u8>::alloc(dev, PAGE_SIZE, GFP_KERNEL)?;
-            pdir.set(i, page.dma_handle())?;
+            let page = alloc_page(dev)?;
+            pdir.set(i, page.dma_address())?;
             pages.push(page, GFP_KERNEL)?;
         }
         pdir.pages = pages;
@@ -108,11 +118,11 @@ impl PageDir {
 
     /// The directory's bus address, for the device.
     pub(crate) fn dma_handle(&self) -> DmaAddress {
-        self.dir.dma_handle()
+        self.dir.dma_address()
     }
 
     /// Data page `index` (of a directory that owns its pages).
-    pub(crate) fn page(&self, index: usize) -> Result<&CoherentAllocation<u8>> {
+    pub(crate) fn page(&self, index: usize) -> Result<&DmaPage> {
         self.pages.get(index).ok_or(EINVAL)
     }
 }

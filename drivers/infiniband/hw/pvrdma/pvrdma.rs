@@ -24,6 +24,7 @@ mod hw;
 mod ib;
 mod intr;
 mod link;
+mod mem;
 mod mr;
 mod pdir;
 mod qp;
@@ -37,6 +38,9 @@ use hw::{Hw, InterruptsEnabled, NAME};
 use ib::IbDev;
 use intr::{AsyncEventIrq, CqNotifyIrq, ResponseIrq};
 use kernel::{
+    device::Core,
+    devres::Devres,
+    dma::DmaMask,
     irq, net, pci,
     prelude::*,
     rdma::{self, DeviceHandle},
@@ -47,61 +51,93 @@ use link::LinkWatcher;
 kernel::module_pci_driver! {
     type: Pvrdma,
     name: "pvrdma",
-    author: "pvrdma-rs",
+    authors: ["pvrdma-rs"],
     description: "VMware paravirtual RDMA driver (Rust)",
     license: "GPL",
 }
 
-kernel::pci_device_table! {
-    /// The PCI IDs this driver binds to, also the module's device table.
-    static PCI_IDS = [pci::DeviceId::new(PCI_VENDOR_ID_VMWARE, PCI_DEVICE_ID_VMWARE_PVRDMA)];
-}
+kernel::pci_device_table!(
+    PCI_TABLE,
+    <Pvrdma as pci::Driver>::IdInfo,
+    [(
+        pci::DeviceId::from_id(pci::Vendor::VMWARE, PCI_DEVICE_ID_VMWARE_PVRDMA as u32),
+        ()
+    )]
+);
 
 /// A bound pvrdma device.
 ///
 /// The fields are dropped in declaration order, which is the teardown order: stop following the
 /// network device, unregister the RDMA device (destroying what user space left), mask the
-/// device's interrupts, free the handlers (then the vectors), and finally drop the last
-/// reference to the hardware state, which resets the device, frees the shared memory, unmaps
-/// the BARs and disables the PCI function.
+/// device's interrupts, free the handlers, and finally drop the driver's reference to the
+/// hardware state. The handlers hold the other references; once they are freed the device is
+/// reset and the shared memory freed. Devres frees the interrupt vectors and unmaps the BARs
+/// after that.
 struct Pvrdma {
     _link: Pin<KBox<net::notifier::Registration<LinkWatcher>>>,
-    _ib: rdma::Registration<IbDev>,
+    _ib: Devres<rdma::Registration<IbDev>>,
     _interrupts: InterruptsEnabled,
-    _cq_irq: Option<irq::ThreadedRegistration<CqNotifyIrq>>,
-    _async_irq: Option<irq::ThreadedRegistration<AsyncEventIrq>>,
-    _response_irq: irq::Registration<ResponseIrq>,
+    _cq_irq: Option<pci::ThreadedIrqHandler<CqNotifyIrq>>,
+    _async_irq: Option<pci::ThreadedIrqHandler<AsyncEventIrq>>,
+    _response_irq: pci::IrqHandler<ResponseIrq>,
     _hw: Arc<Hw>,
 }
 
 impl pci::Driver for Pvrdma {
-    const ID_TABLE: &'static dyn pci::IdTable = &PCI_IDS;
+    type IdInfo = ();
+    type Data<'bound> = Self;
 
-    fn probe(pdev: &pci::Device, _id: &pci::DeviceId) -> Result<Pin<KBox<Self>>> {
+    const ID_TABLE: pci::IdTable<Self::IdInfo> = &PCI_TABLE;
+    const DMA_MASK: Option<DmaMask> = Some(DmaMask::new::<64>());
+
+    fn probe<'bound>(
+        pdev: &'bound pci::Device<Core<'_>>,
+        _id_info: Option<&'bound Self::IdInfo>,
+    ) -> impl PinInit<Self, Error> + 'bound {
+        Self::new(pdev)
+    }
+
+    fn unbind<'bound>(pdev: &'bound pci::Device<Core<'_>>, _this: Pin<&Self>) {
+        dev_info!(pdev, "detaching from device\n");
+    }
+}
+
+impl Pvrdma {
+    fn new(pdev: &pci::Device<Core<'_>>) -> Result<Self> {
         let hw = Hw::new(pdev)?;
         let caps = hw.load_dsr()?;
 
         let vmxnet3 = link::paired_function(pdev)?;
-        let Some(netdev) = net::device::Device::find_by_parent(vmxnet3.as_dev()) else {
-            pr_err!("{}: failed to get vmxnet3 device\n", pdev.name());
+        let Some(netdev) = net::device::Device::find_by_parent(vmxnet3.as_ref()) else {
+            dev_err!(pdev, "failed to get vmxnet3 device\n");
             return Err(ENODEV);
         };
-        pr_info!("{}: paired device to {}\n", pdev.name(), netdev.name());
+        dev_info!(pdev, "paired device to {}\n", netdev.name());
         *hw.netdev.lock() = Some(netdev.clone());
 
         // One vector per cause with MSI-X; otherwise a single vector for everything.
-        let vectors = match pdev.alloc_irq_vectors(1, MAX_INTERRUPTS, pci::IrqTypes::MSIX) {
+        let vectors = match pdev.alloc_irq_vectors_devres(
+            1,
+            MAX_INTERRUPTS,
+            pci::IrqTypes::default().with(pci::IrqType::MsiX),
+        ) {
             Ok(v) => v,
-            Err(_) => pdev.alloc_irq_vectors(1, 1, pci::IrqTypes::MSI | pci::IrqTypes::INTX)?,
+            Err(_) => pdev.alloc_irq_vectors_devres(
+                1,
+                1,
+                pci::IrqTypes::default()
+                    .with(pci::IrqType::Msi)
+                    .with(pci::IrqType::Intx),
+            )?,
         };
-        let shared = !vectors.is_msix();
+        let shared = !matches!(vectors.irq_type(), pci::IrqType::MsiX);
         let events = DeviceHandle::new()?;
-        let response_irq = irq::Registration::new(
-            vectors.line(0)?,
+        let response_irq = vectors.request_irq(
+            0,
             if shared {
                 irq::Flags::SHARED
             } else {
-                irq::Flags::NONE
+                irq::Flags::TRIGGER_NONE
             },
             NAME,
             ResponseIrq {
@@ -109,10 +145,10 @@ impl pci::Driver for Pvrdma {
                 shared,
             },
         )?;
-        let async_irq = if vectors.count() > 1 {
-            Some(irq::ThreadedRegistration::new(
-                vectors.line(1)?,
-                irq::Flags::NONE,
+        let async_irq = if vectors.len() > 1 {
+            Some(vectors.request_threaded_irq(
+                1,
+                irq::Flags::TRIGGER_NONE,
                 NAME,
                 AsyncEventIrq {
                     hw: hw.clone(),
@@ -122,10 +158,10 @@ impl pci::Driver for Pvrdma {
         } else {
             None
         };
-        let cq_irq = if vectors.count() > 2 {
-            Some(irq::ThreadedRegistration::new(
-                vectors.line(2)?,
-                irq::Flags::NONE,
+        let cq_irq = if vectors.len() > 2 {
+            Some(vectors.request_threaded_irq(
+                2,
+                irq::Flags::TRIGGER_NONE,
                 NAME,
                 CqNotifyIrq {
                     hw: hw.clone(),
@@ -135,17 +171,16 @@ impl pci::Driver for Pvrdma {
         } else {
             None
         };
-        drop(vectors);
 
-        let interrupts = hw.enable_interrupts();
+        let interrupts = hw.enable_interrupts()?;
         if hw.control(CTL_ACTIVATE).is_err() {
-            pr_err!("{}: failed to activate device\n", pdev.name());
+            dev_err!(pdev, "failed to activate device\n");
             return Err(EFAULT);
         }
 
         let mut ibdev = rdma::UnregisteredDevice::new(
-            &crate::THIS_MODULE,
-            pdev.as_dev(),
+            &<LocalModule as kernel::ModuleMetadata>::THIS_MODULE,
+            pdev.as_ref(),
             IbDev::new(hw.clone(), caps)?,
         )?;
         ibdev.set_node_guid(caps.node_guid);
@@ -161,38 +196,25 @@ impl pci::Driver for Pvrdma {
             table(caps.max_srq),
         )?;
         ibdev.set_netdev(PORT, &netdev)?;
-        let ib = ibdev.register(
-            kernel::c_str!("vmw_pvrdma%d"),
-            pdev.as_dev(),
-            Some(events.clone()),
-        )?;
+        let ib = ibdev.register(c"vmw_pvrdma%d", Some(events.clone()))?;
 
         let link = net::notifier::Registration::register(LinkWatcher {
             hw: hw.clone(),
             events,
             vmxnet3,
         })?;
-        pr_info!(
-            "{}: attached to device {}\n",
-            pdev.name(),
-            ib.device().name()
-        );
+        if let Some(ib) = ib.try_access() {
+            dev_info!(pdev, "attached to device {}\n", ib.device().name());
+        }
 
-        Ok(KBox::pin(
-            Self {
-                _link: link,
-                _ib: ib,
-                _interrupts: interrupts,
-                _cq_irq: cq_irq,
-                _async_irq: async_irq,
-                _response_irq: response_irq,
-                _hw: hw,
-            },
-            GFP_KERNEL,
-        )?)
-    }
-
-    fn remove(pdev: &pci::Device, _this: Pin<&Self>) {
-        pr_info!("{}: detaching from device\n", pdev.name());
+        Ok(Self {
+            _link: link,
+            _ib: ib,
+            _interrupts: interrupts,
+            _cq_irq: cq_irq,
+            _async_irq: async_irq,
+            _response_irq: response_irq,
+            _hw: hw,
+        })
     }
 }

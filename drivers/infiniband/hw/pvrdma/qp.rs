@@ -149,7 +149,7 @@ pub(crate) fn create(
         return Err(EINVAL);
     };
     let reservation = dev.counts.qps.take(dev.caps.max_qp)?;
-    let pdev = dev.hw.pdev.as_dev();
+    let pdev = dev.parent();
     let mut cap = attr.cap();
 
     let (rings, total_pages, send_pages) = match &udata {
@@ -284,7 +284,7 @@ pub(crate) fn create(
     if handle > 0xffff {
         pr_warn!(
             "{}: device gave a QP handle {:#x} beyond 16 bits\n",
-            dev.hw.pdev.name(),
+            dev.hw.name(),
             handle
         );
         destroy(dev, qp);

@@ -8,14 +8,19 @@
 //! in Linux's `pvrdma_ring.h`, bit for bit, so that driver and device agree even for the slot
 //! counts that are not powers of two.
 
-use crate::{abi::RingIndexes, pdir::PageDir};
+use crate::{
+    abi::RingIndexes,
+    mem::{DmaPage, SharedBytes},
+    pdir::PageDir,
+};
 use core::mem::{offset_of, size_of};
 use kernel::{
-    device,
+    device::{Bound, Device},
     page::PAGE_SIZE,
     prelude::*,
-    types::{AsBytes, FromBytes},
+    sync::barrier::{dma_mb, mb, Full, Read, Write},
 };
+use zerocopy::{FromBytes, Immutable, IntoBytes};
 
 /// Whether `idx` is a valid index of a ring of `slots` slots (C's `pvrdma_idx_valid`).
 pub(crate) fn idx_valid(idx: u32, slots: u32) -> bool {
@@ -49,9 +54,9 @@ const RX_PROD: usize = size_of::<RingIndexes>() + offset_of!(RingIndexes, prod_t
 /// Byte offset of the rx ring's consumer index in the state page.
 const RX_CONS: usize = size_of::<RingIndexes>() + offset_of!(RingIndexes, cons_head);
 
-impl<E: FromBytes> DeviceRing<E> {
+impl<E: FromBytes + IntoBytes> DeviceRing<E> {
     /// Allocates a ring of `npages` pages (state page included) for `dev`.
-    pub(crate) fn new(dev: &device::Device, npages: u32) -> Result<Self> {
+    pub(crate) fn new(dev: &Device<Bound>, npages: u32) -> Result<Self> {
         const { assert!(size_of::<E>() != 0 && PAGE_SIZE % size_of::<E>() == 0) };
         if npages < 2 {
             return Err(EINVAL);
@@ -60,7 +65,7 @@ impl<E: FromBytes> DeviceRing<E> {
         Self::alloc(dev, npages, slots)
     }
 
-    fn alloc(dev: &device::Device, npages: u32, slots: u32) -> Result<Self> {
+    fn alloc(dev: &Device<Bound>, npages: u32, slots: u32) -> Result<Self> {
         let pdir = PageDir::new(dev, npages as usize)?;
         Ok(Self {
             pdir,
@@ -76,7 +81,7 @@ impl<E: FromBytes> DeviceRing<E> {
 
     /// Allocates a ring of `npages` pages (state page included) with `slots` entries, a power of
     /// two that fits the data pages.
-    pub(crate) fn with_slots(dev: &device::Device, npages: u32, slots: u32) -> Result<Self> {
+    pub(crate) fn with_slots(dev: &Device<Bound>, npages: u32, slots: u32) -> Result<Self> {
         const { assert!(size_of::<E>() != 0 && PAGE_SIZE % size_of::<E>() == 0) };
         if npages < 2 || slots == 0 || !slots.is_power_of_two() || slots > Self::capacity(npages) {
             return Err(EINVAL);
@@ -97,8 +102,8 @@ impl<E: FromBytes> DeviceRing<E> {
     /// Whether the device produced entries the driver has not consumed.
     pub(crate) fn has_data(&self) -> Result<bool> {
         let state = self.pdir.page(0)?;
-        let tail = state.read_at::<u32>(RX_PROD)?;
-        let head = state.read_at::<u32>(RX_CONS)?;
+        let tail = state.read_u32(RX_PROD)?;
+        let head = state.read_u32(RX_CONS)?;
         if !idx_valid(tail, self.slots) || !idx_valid(head, self.slots) {
             return Err(EIO);
         }
@@ -115,8 +120,8 @@ impl<E: FromBytes> DeviceRing<E> {
     /// Returns `Err(EIO)` if the device's indexes are invalid; the ring is then left alone.
     pub(crate) fn pop(&self) -> Result<Option<E>> {
         let state = self.pdir.page(0)?;
-        let tail = state.read_at::<u32>(RX_PROD)?;
-        let head = state.read_at::<u32>(RX_CONS)?;
+        let tail = state.read_u32(RX_PROD)?;
+        let head = state.read_u32(RX_CONS)?;
         if !idx_valid(tail, self.slots) || !idx_valid(head, self.slots) {
             return Err(EIO);
         }
@@ -124,19 +129,19 @@ impl<E: FromBytes> DeviceRing<E> {
             return Ok(None);
         }
         // Read the entry only after seeing the producer index that covers it.
-        kernel::io::rmb();
+        dma_mb(Read);
         let offset = PAGE_SIZE + idx_slot(head, self.slots) as usize * size_of::<E>();
         let page = self.pdir.page(offset / PAGE_SIZE)?;
         let entry = page.read_at::<E>(offset % PAGE_SIZE)?;
         // The entry is copied out before the slot is handed back to the device.
-        kernel::io::mb();
-        state.write_at::<u32>(RX_CONS, &idx_next(head, self.slots))?;
+        mb(Full);
+        state.write_u32(RX_CONS, idx_next(head, self.slots))?;
         Ok(Some(entry))
     }
 }
 
-impl<E: FromBytes + AsBytes> DeviceRing<E> {
-    fn entry_at(&self, slot: u32) -> Result<(&kernel::dma::CoherentAllocation<u8>, usize)> {
+impl<E: FromBytes + IntoBytes + Immutable> DeviceRing<E> {
+    fn entry_at(&self, slot: u32) -> Result<(&DmaPage, usize)> {
         let offset = PAGE_SIZE + slot as usize * size_of::<E>();
         Ok((self.pdir.page(offset / PAGE_SIZE)?, offset % PAGE_SIZE))
     }
@@ -147,15 +152,15 @@ impl<E: FromBytes + AsBytes> DeviceRing<E> {
     /// meanwhile for the entries in question (they belong to an object being destroyed).
     pub(crate) fn retain(&self, keep: impl Fn(&E) -> bool) -> Result {
         let state = self.pdir.page(0)?;
-        let tail_idx = state.read_at::<u32>(RX_PROD)?;
-        let head_idx = state.read_at::<u32>(RX_CONS)?;
+        let tail_idx = state.read_u32(RX_PROD)?;
+        let head_idx = state.read_u32(RX_CONS)?;
         if !idx_valid(tail_idx, self.slots) || !idx_valid(head_idx, self.slots) {
             return Err(EIO);
         }
         if tail_idx == head_idx {
             return Ok(());
         }
-        kernel::io::rmb();
+        dma_mb(Read);
         let slots = self.slots;
         let (head, tail) = (idx_slot(head_idx, slots), idx_slot(tail_idx, slots));
         // A full ring has head == tail as slots, but different indexes.
@@ -182,8 +187,8 @@ impl<E: FromBytes + AsBytes> DeviceRing<E> {
             }
             cur = prev(cur);
         }
-        kernel::io::wmb();
+        dma_mb(Write);
         let new_head = head_idx.wrapping_add(dropped) & ((slots << 1).wrapping_sub(1));
-        state.write_at::<u32>(RX_CONS, &new_head)
+        state.write_u32(RX_CONS, new_head)
     }
 }

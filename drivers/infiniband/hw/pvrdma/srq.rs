@@ -50,7 +50,7 @@ pub(crate) fn create(
     if umem.num_pages() > PAGE_DIR_MAX_PAGES {
         return Err(EINVAL);
     }
-    let pdir = PageDir::for_user(dev.hw.pdev.as_dev(), &[&umem])?;
+    let pdir = PageDir::for_user(dev.parent(), &[&umem])?;
     let cmd = CmdCreateSrq {
         pdir_dma: pdir.dma_handle(),
         pd_handle: pd.handle,

@@ -9,11 +9,18 @@
 use crate::{
     abi::RingIndexes,
     abi_verbs,
+    mem::SharedBytes,
     pdir::PageDir,
     ring::{idx_next, idx_slot, idx_valid},
 };
 use core::mem::{offset_of, size_of};
-use kernel::{page::PAGE_SIZE, prelude::*, rdma, types::AsBytes};
+use kernel::{
+    page::PAGE_SIZE,
+    prelude::*,
+    rdma,
+    sync::barrier::{dma_mb, Write},
+};
+use zerocopy::{Immutable, IntoBytes};
 
 /// One work queue of a kernel QP.
 ///
@@ -59,7 +66,7 @@ impl WorkQueue {
     /// Writes a work queue entry (`hdr` then `sges`) into the next free slot and hands it to the
     /// device. Fails with `EINVAL` for too many entries, `ENOMEM` if the queue is full, `EIO` if
     /// the device broke the ring's indexes.
-    pub(crate) fn push<H: AsBytes>(
+    pub(crate) fn push<H: IntoBytes + Immutable>(
         &mut self,
         pdir: &PageDir,
         hdr: &H,
@@ -71,8 +78,8 @@ impl WorkQueue {
             return Err(EINVAL);
         }
         let state = pdir.page(0)?;
-        let tail = state.read_at::<u32>(self.prod())?;
-        let head = state.read_at::<u32>(self.cons())?;
+        let tail = state.read_u32(self.prod())?;
+        let head = state.read_u32(self.cons())?;
         if !idx_valid(tail, self.slots) || !idx_valid(head, self.slots) {
             return Err(EIO);
         }
@@ -95,15 +102,15 @@ impl WorkQueue {
             at += size_of::<abi_verbs::Sge>();
         }
         // The entry must be complete before the device sees the new producer index.
-        kernel::io::wmb();
-        state.write_at::<u32>(self.prod(), &idx_next(tail, self.slots))
+        dma_mb(Write);
+        state.write_u32(self.prod(), idx_next(tail, self.slots))
     }
 
     /// Empties the queue (after the QP went to RESET).
     pub(crate) fn reset(&mut self, pdir: &PageDir) {
         if let Ok(state) = pdir.page(0) {
-            let _ = state.write_at::<u32>(self.prod(), &0);
-            let _ = state.write_at::<u32>(self.cons(), &0);
+            let _ = state.write_u32(self.prod(), 0);
+            let _ = state.write_u32(self.cons(), 0);
         }
     }
 }
