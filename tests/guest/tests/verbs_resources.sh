@@ -43,9 +43,13 @@ lab_note "rdma resource before: $before"
 lab_note "rdma resource after:  $after"
 [ "$before" = "$after" ] || lab_fail "kernel RDMA objects left after the program exited: before '$before', after '$after'"
 
-# The kernel said nothing alarming while the program ran.
+# What the kernel said while the program ran, kept beside the test's log. The
+# runner judges it, with the whole dmesg and the console: any report fails the
+# test, except the C driver's own command-completion race, which it recognises
+# as one report (tools/pvrdma-lab/src/reference_bugs.rs). Rejecting it here as
+# well would fail the test on the reference driver's bug before the runner
+# could name it.
 dmesg | tail -n +"$((dmesg_before + 1))" >"$LAB_RESULTS/$name-dmesg.txt"
-lab_reject "$LAB_RESULTS/$name-dmesg.txt" "Oops|BUG:|WARNING:|cut here|Call Trace|general protection|UBSAN|KASAN|kmemleak" "$name: dmesg"
 
 if [ -w "$kmemleak" ]; then
 	# kmemleak reports an object only once it is at least 5 s old and was

@@ -46,7 +46,7 @@ pub struct Problem {
 /// The message of a log line: the text after a printk timestamp (`[   1.23] `),
 /// or None for lines that are not kernel messages (no timestamp: the guest's
 /// init and test output, firmware, QEMU).
-fn kernel_message(line: &str) -> Option<&str> {
+pub(crate) fn kernel_message(line: &str) -> Option<&str> {
     let line = line.trim_end_matches('\r');
     // A printk level prefix (`<4>`), as `dmesg -r` would show it.
     let line = match line.strip_prefix('<') {
