@@ -16,6 +16,11 @@ struct ib_udata *rust_helper_uverbs_attr_bundle_udata(struct uverbs_attr_bundle 
 	return attrs ? &attrs->driver_udata : NULL;
 }
 
+struct ib_device *rust_helper_rdma_device_to_ibdev(struct device *device)
+{
+	return rdma_device_to_ibdev(device);
+}
+
 pgprot_t rust_helper_pgprot_noncached(pgprot_t prot)
 {
 	return pgprot_noncached(prot);

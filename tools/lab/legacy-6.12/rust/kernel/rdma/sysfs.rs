@@ -79,12 +79,19 @@ impl<T: Operations> DeviceAttribute<T> {
         attr: *mut bindings::device_attribute,
         buf: *mut c_char,
     ) -> isize {
-        let offset = core::mem::offset_of!(bindings::ib_device, __bindgen_anon_1.dev);
-        // SAFETY: The attribute belongs to a group installed on a device of driver `T`, so `dev`
-        // is embedded in the `ib_device` of such a device, whose data is initialised: sysfs
-        // removes the attributes (and waits for running `show`s) during unregistration, before
-        // the data is dropped.
-        let ib = unsafe { Device::<T>::from_raw(dev.cast::<u8>().sub(offset).cast()) };
+        // The attribute groups are installed on the device's own `struct device` and, in shared
+        // network namespace mode, on the compat devices the core creates for every other
+        // namespace: separate, smaller `ib_core_device` allocations. Only their `owner` leads
+        // to the `ib_device` (C's `rdma_device_to_ibdev()`); a `container_of` from `dev` would
+        // build a reference over the wrong object for a compat device.
+        //
+        // SAFETY: The attribute belongs to a group installed on (a core device of) a device of
+        // driver `T`, so `dev` is embedded in an `ib_core_device`, whose `owner` is that device.
+        let ib = unsafe { bindings::rdma_device_to_ibdev(dev) };
+        // SAFETY: `ib` is a device of driver `T` whose data is initialised: sysfs removes the
+        // attributes (and waits for running `show`s) during unregistration, before the data is
+        // dropped.
+        let ib = unsafe { Device::<T>::from_raw(ib) };
         // SAFETY: By the type invariant `attr` is the head of a `DeviceAttribute<T>`.
         let this = unsafe { &*attr.cast::<Self>() };
         // SAFETY: sysfs passes a buffer of `PAGE_SIZE` bytes, ours for the call.
