@@ -11,8 +11,8 @@
 #
 # Selection: make check MODELS=patched DRIVERS=c TESTS=ibv_rc_pingpong,ibv_devinfo
 #   KERNEL   6.12 (default; the Rust driver from tools/lab/legacy-6.12) or 7.3
-#            (trixie-backports' Linux 7.3; rust/ and drivers/, being ported:
-#            DRIVERS defaults to c there until the port is complete)
+#            (trixie-backports' Linux 7.3; the Rust driver from drivers/ on the
+#            abstractions in rust/)
 #   MODELS   patched (QEMU 7.2 + tools/qemu/patches) and/or stock (Debian's QEMU 7.2)
 #   DRIVERS  c (vmw_pvrdma) and/or rust (pvrdma)
 #   TESTS    names from `tools/target/release/pvrdma-lab list`; empty: all
@@ -33,13 +33,12 @@ KERNEL ?= 6.12
 export PVRDMA_KERNEL := $(KERNEL)
 
 MODELS ?= patched,stock
-ifeq ($(KERNEL),6.12)
 DRIVERS ?= c,rust
+ifeq ($(KERNEL),6.12)
 # The Rust driver as it builds on 6.12 (its own Kbuild there).
 MODULE_DIR := $(TOP)/tools/lab/legacy-6.12
 RUST_MODULE := $(MODULE_DIR)/pvrdma/pvrdma.ko
 else
-DRIVERS ?= c
 MODULE_DIR := $(TOP)
 RUST_MODULE := $(TOP)/drivers/infiniband/hw/pvrdma/pvrdma.ko
 endif

@@ -20,6 +20,11 @@ rust_helper_uverbs_attr_bundle_udata(struct uverbs_attr_bundle *attrs)
 	return attrs ? &attrs->driver_udata : NULL;
 }
 
+__rust_helper struct ib_device *rust_helper_rdma_device_to_ibdev(struct device *device)
+{
+	return rdma_device_to_ibdev(device);
+}
+
 __rust_helper pgprot_t rust_helper_pgprot_noncached(pgprot_t prot)
 {
 	return pgprot_noncached(prot);

@@ -35,7 +35,8 @@ mod wr;
 
 pub use attr::{device_cap, port_cap, DeviceAttr, FwVersion, GidAttr, PortAttr, PortImmutable};
 pub use cq::{
-    wc_flags, wc_opcode, wc_status, CqInitAttr, NotifyFlags, WcSink, WorkCompletion, CQ_EVENT_ERR,
+    network_type, wc_flags, wc_opcode, wc_status, CqInitAttr, NotifyFlags, WcSink, WorkCompletion,
+    CQ_EVENT_ERR,
 };
 pub use device::{Device, DeviceHandle, Registration, UnregisteredDevice};
 pub use mr::{access, Mr, MrKeys, MrType};

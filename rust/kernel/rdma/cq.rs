@@ -104,12 +104,12 @@ impl<T: Operations> Cq<T> {
     }
 }
 
-/// A work completion, as a driver reports it (C's `struct ib_wc`, without the QP pointer).
-///
-/// `qp_handle` is the device's handle of the QP; the abstraction turns it into the QP.
+/// A work completion, as a driver reports it (C's `struct ib_wc`, without the QP pointer: the
+/// driver names the QP by its device handle to [`WcSink::push`]).
 #[derive(Clone, Copy, Default, Debug)]
 pub struct WorkCompletion {
-    /// The work request's ID.
+    /// The work request's ID, as the consumer posted it: kernel consumers take it for a pointer
+    /// (a `struct ib_cqe *`), so it must never be a value read back from the device.
     pub wr_id: u64,
     /// C's `enum ib_wc_status` (see [`wc_status`]).
     pub status: u32,
@@ -119,8 +119,6 @@ pub struct WorkCompletion {
     pub vendor_err: u32,
     /// Bytes transferred.
     pub byte_len: u32,
-    /// The device's handle of the QP.
-    pub qp_handle: u32,
     /// Immediate data, in network byte order (with `wc_flags::WITH_IMM`), or the invalidated
     /// rkey (with `wc_flags::WITH_INVALIDATE`).
     pub ex: u32,
@@ -142,7 +140,7 @@ pub struct WorkCompletion {
     pub smac: [u8; 6],
     /// VLAN ID (with `wc_flags::WITH_VLAN`).
     pub vlan_id: u16,
-    /// Network header type (with `wc_flags::WITH_NETWORK_HDR_TYPE`).
+    /// Network header type (with `wc_flags::WITH_NETWORK_HDR_TYPE`): one of [`network_type`].
     pub network_hdr_type: u8,
 }
 
@@ -199,6 +197,20 @@ pub mod wc_flags {
     pub const WITH_NETWORK_HDR_TYPE: u32 = bindings::ib_wc_flags_IB_WC_WITH_NETWORK_HDR_TYPE;
 }
 
+/// The network header type of a completion (C's `enum rdma_network_type`), for
+/// [`WorkCompletion::network_hdr_type`].
+pub mod network_type {
+    use crate::bindings;
+    /// InfiniBand (a GRH).
+    pub const IB: u8 = bindings::rdma_network_type_RDMA_NETWORK_IB as u8;
+    /// RoCE v1 (a GRH over Ethernet).
+    pub const ROCE_V1: u8 = bindings::rdma_network_type_RDMA_NETWORK_ROCE_V1 as u8;
+    /// RoCE v2 over IPv4.
+    pub const IPV4: u8 = bindings::rdma_network_type_RDMA_NETWORK_IPV4 as u8;
+    /// RoCE v2 over IPv6.
+    pub const IPV6: u8 = bindings::rdma_network_type_RDMA_NETWORK_IPV6 as u8;
+}
+
 /// Where `poll_cq` puts work completions: the caller's array of `struct ib_wc`.
 ///
 /// # Invariants
@@ -241,14 +253,21 @@ impl<'a, T: Operations> WcSink<'a, T> {
         self.len == 0
     }
 
-    /// Appends `wc`. Returns `false`, writing nothing, if there is no room or no live QP has
-    /// `wc.qp_handle` (a completion of a QP destroyed meanwhile, which must be dropped).
-    pub fn push(&mut self, wc: &WorkCompletion) -> bool {
+    /// Appends the completion `f` makes from the live QP the device knows as `qp_handle`.
+    /// Returns `false`, writing nothing, if there is no room, no live QP has that handle (a
+    /// completion of a QP destroyed meanwhile, which must be dropped), or `f` refuses (returns
+    /// `None`: the driver found the completion impossible for that QP).
+    pub fn push(
+        &mut self,
+        qp_handle: u32,
+        f: impl FnOnce(&Qp<T>) -> Option<WorkCompletion>,
+    ) -> bool {
         if !self.has_room() {
             return false;
         }
         let out = self.wc.wrapping_add(self.len);
-        let written = self.dev.with_qp(wc.qp_handle, |qp: &Qp<T>| {
+        let written = self.dev.with_qp(qp_handle, |qp: &Qp<T>| {
+            let wc = f(qp)?;
             // SAFETY: `out` is in bounds (`len < cap`) and valid for writes (type invariant).
             unsafe {
                 out.write(bindings::ib_wc {
@@ -271,8 +290,9 @@ impl<'a, T: Operations> WcSink<'a, T> {
                     network_hdr_type: wc.network_hdr_type,
                 })
             };
+            Some(())
         });
-        if written.is_none() {
+        if written.flatten().is_none() {
             return false;
         }
         self.len += 1;

@@ -326,9 +326,9 @@ impl<T: Operations> Drop for UnregisteredDevice<'_, T> {
 
 /// A registered RDMA device of driver `T`.
 ///
-/// Dropping it detaches the [`DeviceHandle`], unregisters the device (after which the core calls
-/// no more callbacks: user contexts and their objects are destroyed through the driver's
-/// `dealloc_*` callbacks first), drops the driver's data, and frees the device.
+/// Dropping it unregisters the device (after which the core calls no more callbacks: user
+/// contexts and their objects are destroyed through the driver's `dealloc_*` callbacks first),
+/// detaches the [`DeviceHandle`], drops the driver's data, and frees the device.
 ///
 /// # Invariants
 ///
@@ -358,13 +358,17 @@ impl<T: Operations> Registration<T> {
 
 impl<T: Operations> Drop for Registration<T> {
     fn drop(&mut self) {
+        // SAFETY: By the type invariant the device is registered.
+        unsafe { bindings::ib_unregister_device(self.raw()) };
+        // The handle is detached only now: while the device is being unregistered, the core's
+        // clients (a kernel ULP draining its QPs) still wait for the completions and events the
+        // handle's users deliver. C drivers keep delivering them until unregistration returns.
         if let Some(h) = &self.handle {
             h.detach();
         }
-        // SAFETY: By the type invariant the device is registered. After unregistration no
-        // callback runs any more, so the data can be dropped, then the device freed.
+        // SAFETY: After unregistration no callback runs any more, and the handle is detached,
+        // so nothing reaches the data: it can be dropped, then the device freed.
         unsafe {
-            bindings::ib_unregister_device(self.raw());
             core::ptr::drop_in_place(core::ptr::addr_of_mut!((*self.ptr.as_ptr()).data));
             core::ptr::drop_in_place(core::ptr::addr_of_mut!((*self.ptr.as_ptr()).tables));
             bindings::ib_dealloc_device(self.raw());
@@ -375,14 +379,16 @@ impl<T: Operations> Drop for Registration<T> {
 /// A handle to a registered RDMA device for code that runs outside the device's callbacks.
 ///
 /// Created empty, it is attached by [`UnregisteredDevice::register`] and detached when the
-/// [`Registration`] is dropped, before the device is unregistered. Operations on a detached
+/// [`Registration`] is dropped, after the device is unregistered (events and completions reach
+/// the core's clients while they are being removed). Operations on a detached
 /// handle do nothing. The handle serialises its users with a mutex, so it is for process
 /// context only (a threaded interrupt handler, a notifier, a work item).
 ///
 /// # Invariants
 ///
-/// When `dev` is `Some`, it points to a registered device, which stays registered while the
-/// mutex is held.
+/// When `dev` is `Some`, it points to a device that is registered or being unregistered, whose
+/// data is initialised and stays so while the mutex is held (it is dropped only after the
+/// handle is detached).
 ///
 /// # Examples
 ///
@@ -426,15 +432,16 @@ impl DeviceHandle {
 
     /// Runs `f` on the registered device, if it is registered and its driver data is `T`.
     ///
-    /// The device stays registered while `f` runs (it holds the handle's mutex: process context
-    /// only, and `f` must not unregister the device).
+    /// The device stays allocated with its data initialised while `f` runs (it holds the
+    /// handle's mutex: process context only, and `f` must not unregister the device); it may be
+    /// in the middle of unregistration.
     pub fn with_device<T: Operations, R>(&self, f: impl FnOnce(&Device<T>) -> R) -> Option<R> {
         let guard = self.dev.lock();
         let dev = guard.as_ref()?;
         if dev.1 != core::any::TypeId::of::<T>() {
             return None;
         }
-        // SAFETY: By the type invariant the device is registered while the lock is held, and it
+        // SAFETY: By the type invariant the device and its data live while the lock is held, and it
         // was allocated by `UnregisteredDevice::<T>::new` (the type ID recorded at attachment
         // matches `T`), so its data is initialised.
         Some(f(unsafe { Device::from_raw(dev.0.as_ptr()) }))
@@ -460,7 +467,8 @@ impl DeviceHandle {
         ev.device = dev.0.as_ptr();
         ev.element.port_num = port;
         ev.event = event.as_raw();
-        // SAFETY: By the type invariant the device stays registered while the lock is held;
+        // SAFETY: By the type invariant the device lives while the lock is held (registered or
+        // being unregistered, when the core still accepts events and netdev changes);
         // `ib_dispatch_event` copies the event.
         unsafe { bindings::ib_dispatch_event(&ev) };
         true
@@ -473,7 +481,8 @@ impl DeviceHandle {
             return Err(ENODEV);
         };
         let ndev = ndev.map_or(core::ptr::null_mut(), |n| n.as_raw());
-        // SAFETY: By the type invariant the device stays registered while the lock is held;
+        // SAFETY: By the type invariant the device lives while the lock is held (registered or
+        // being unregistered, when the core still accepts events and netdev changes);
         // `ndev` is NULL or valid, and the core takes its own reference.
         to_result(unsafe { bindings::ib_device_set_netdev(dev.0.as_ptr(), ndev, port) })
     }

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Memory regions. Unlike the other objects, the provider allocates them (6.12's
+//! Memory regions. Unlike the other objects, the provider allocates them (the core's
 //! `reg_user_mr` and friends return a `struct ib_mr *`): the abstraction boxes the C object
 //! together with the driver's data.
 
 use super::{ops::Operations, Device};
 use crate::{alloc::KBox, bindings, error::Result, prelude::*, types::Opaque};
-use core::marker::PhantomData;
+use core::{marker::PhantomData, mem::MaybeUninit};
 
 /// The keys of a memory region, as the device assigned them.
 #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
@@ -46,23 +46,36 @@ pub(super) struct MrStorage<T: Operations> {
 }
 
 impl<T: Operations> MrStorage<T> {
-    /// Boxes `data` with a zeroed C object carrying `keys`; returns the C object for the core.
-    pub(super) fn into_raw(data: T::Mr, keys: MrKeys) -> Result<*mut bindings::ib_mr> {
-        let boxed = KBox::new(
+    /// Allocates the storage of a region before the driver registers it with the device, so
+    /// that nothing can fail between the driver's registration and the core taking the region
+    /// (a region whose storage could not be allocated afterwards would be dropped without
+    /// `dereg_mr`, leaving the device with a region over freed memory).
+    pub(super) fn alloc() -> Result<KBox<MaybeUninit<Self>>> {
+        Ok(KBox::new_uninit(GFP_KERNEL)?)
+    }
+
+    /// Fills `slot` with `data` and a zeroed C object carrying `keys`; returns the C object for
+    /// the core.
+    pub(super) fn into_raw(
+        slot: KBox<MaybeUninit<Self>>,
+        data: T::Mr,
+        keys: MrKeys,
+    ) -> *mut bindings::ib_mr {
+        let boxed = KBox::write(
+            slot,
             Self {
                 // SAFETY: All-zeroes is a valid `struct ib_mr` before the core fills it in.
                 ib: Opaque::new(unsafe { core::mem::zeroed() }),
                 data,
             },
-            GFP_KERNEL,
-        )?;
+        );
         let raw = KBox::into_raw(boxed);
         // SAFETY: Just allocated; nothing else knows it yet.
         unsafe {
             let mr = Opaque::cast_into(core::ptr::addr_of!((*raw).ib));
             (*mr).lkey = keys.lkey;
             (*mr).rkey = keys.rkey;
-            Ok(mr)
+            mr
         }
     }
 

@@ -10,7 +10,10 @@
 use super::{ops::Operations, Device};
 use crate::{
     bindings,
+    device::{self, Bound},
     error::{code::EINVAL, to_result, Result},
+    page::PAGE_SIZE,
+    pci,
     types::Opaque,
 };
 use core::{marker::PhantomData, mem::MaybeUninit};
@@ -83,18 +86,48 @@ impl<T: Operations> UserContext<T> {
         unsafe { Device::from_raw((*self.as_raw()).device) }
     }
 
-    /// Maps `pfn`'s `vma.size()` bytes of device memory (e.g. a doorbell page) into the calling
-    /// process at `vma`, uncached (C's `rdma_user_mmap_io()` with `pgprot_noncached()`).
+    /// Maps `vma.size()` bytes of memory BAR `bar` of `pdev`, from page `page` of the BAR on,
+    /// into the calling process at `vma`, uncached (C's `rdma_user_mmap_io()` with
+    /// `pgprot_noncached()`): a doorbell page, for example.
     ///
-    /// The core tracks the mapping and zaps it if the device goes away while it exists.
-    pub fn mmap_io_uncached(&self, vma: &mut Vma, pfn: u64) -> Result {
+    /// Only device memory can be mapped this way: the range must lie inside the BAR, which must
+    /// be a memory BAR starting on a page boundary (`EINVAL` otherwise). The core tracks the
+    /// mapping and zaps it if the device goes away while it exists.
+    pub fn mmap_bar_uncached(
+        &self,
+        vma: &mut Vma,
+        pdev: &pci::Device<Bound>,
+        bar: u32,
+        page: u64,
+    ) -> Result {
+        let start = pdev.resource_start(bar)?;
+        let len = pdev.resource_len(bar)?;
+        let dev: &device::Device<Bound> = pdev.as_ref();
+        // SAFETY: `dev` is the `struct device` embedded in the `struct pci_dev` of `pdev`, which is
+        // live while `pdev` is borrowed; `bar` is a valid BAR index (`resource_start` checked it).
+        let flags = unsafe {
+            let pci = crate::container_of!(dev.as_raw(), bindings::pci_dev, dev);
+            (*pci).resource[bar as usize].flags
+        };
+        let page_size = PAGE_SIZE as u64;
+        let offset = page.checked_mul(page_size).ok_or(EINVAL)?;
+        let end = offset.checked_add(vma.size() as u64).ok_or(EINVAL)?;
+        if flags & bindings::IORESOURCE_MEM as crate::ffi::c_ulong == 0
+            || start % page_size != 0
+            || vma.size() == 0
+            || end > len
+        {
+            return Err(EINVAL);
+        }
+        let pfn = start / page_size + page;
         let raw = vma.as_raw();
         let size = vma.size();
         // SAFETY: `raw` is the VMA of the current `mmap` call on this context; reading its
         // protection is allowed during the call.
         let prot = unsafe { bindings::pgprot_noncached((*raw).vm_page_prot) };
         // SAFETY: The context is live and this runs inside its `mmap` callback (the only place a
-        // `&mut Vma` exists), as `rdma_user_mmap_io` requires.
+        // `&mut Vma` exists), as `rdma_user_mmap_io` requires; `pfn` and `size` cover a range
+        // inside a memory BAR of a bound device (checked above), not memory the kernel owns.
         to_result(unsafe {
             bindings::rdma_user_mmap_io(
                 self.as_raw(),

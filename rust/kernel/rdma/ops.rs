@@ -66,7 +66,7 @@ pub trait Operations: Send + Sync + Sized + 'static {
     /// Read-only sysfs attributes of the device (see [`rdma_device_attributes!`]).
     ///
     /// [`rdma_device_attributes!`]: crate::rdma_device_attributes
-    const DEVICE_GROUP: Option<&'static AttributeGroup> = None;
+    const DEVICE_GROUP: Option<&'static AttributeGroup<Self>> = None;
 
     /// Reports the device's attributes. `udata` carries the (driver-specific) request of a user
     /// query; the core's own query (at registration) has none.
@@ -1214,10 +1214,12 @@ impl<T: Operations> Adapter<T> {
     ) -> *mut bindings::ib_mr {
         // SAFETY: The core passes a live PD of one of `T`'s devices.
         let (dev, pd) = unsafe { (Self::dev((*ibpd).device), Pd::<T>::from_raw(ibpd)) };
-        match T::get_dma_mr(dev, pd, access as u32)
-            .and_then(|(data, keys)| MrStorage::<T>::into_raw(data, keys))
-        {
-            Ok(mr) => mr,
+        let slot = match MrStorage::<T>::alloc() {
+            Ok(slot) => slot,
+            Err(e) => return e.to_ptr(),
+        };
+        match T::get_dma_mr(dev, pd, access as u32) {
+            Ok((data, keys)) => MrStorage::<T>::into_raw(slot, data, keys),
             Err(e) => e.to_ptr(),
         }
     }
@@ -1249,10 +1251,12 @@ impl<T: Operations> Adapter<T> {
                 Self::user(udata),
             )
         };
-        match T::reg_user_mr(dev, pd, start, length, virt_addr, access as u32, udata)
-            .and_then(|(data, keys)| MrStorage::<T>::into_raw(data, keys))
-        {
-            Ok(mr) => mr,
+        let slot = match MrStorage::<T>::alloc() {
+            Ok(slot) => slot,
+            Err(e) => return e.to_ptr(),
+        };
+        match T::reg_user_mr(dev, pd, start, length, virt_addr, access as u32, udata) {
+            Ok((data, keys)) => MrStorage::<T>::into_raw(slot, data, keys),
             Err(e) => e.to_ptr(),
         }
     }
@@ -1287,10 +1291,12 @@ impl<T: Operations> Adapter<T> {
     ) -> *mut bindings::ib_mr {
         // SAFETY: The core passes a live PD of one of `T`'s devices.
         let (dev, pd) = unsafe { (Self::dev((*ibpd).device), Pd::<T>::from_raw(ibpd)) };
-        match T::alloc_mr(dev, pd, MrType::from_raw(mr_type), max_num_sg)
-            .and_then(|(data, keys)| MrStorage::<T>::into_raw(data, keys))
-        {
-            Ok(mr) => mr,
+        let slot = match MrStorage::<T>::alloc() {
+            Ok(slot) => slot,
+            Err(e) => return e.to_ptr(),
+        };
+        match T::alloc_mr(dev, pd, MrType::from_raw(mr_type), max_num_sg) {
+            Ok((data, keys)) => MrStorage::<T>::into_raw(slot, data, keys),
             Err(e) => e.to_ptr(),
         }
     }

@@ -429,6 +429,19 @@ pub mod qp_attr_mask {
 
 /// Whether the IB spec allows moving a QP of type `qp_type` from state `cur` to `next` with the
 /// attributes in `mask` (C's `ib_modify_qp_is_ok()`).
+///
+/// # Examples
+///
+/// ```
+/// use kernel::rdma::{modify_qp_is_ok, qp_state, QpType};
+///
+/// // Any QP can go from ERR back to RESET.
+/// assert!(modify_qp_is_ok(qp_state::ERR, qp_state::RESET, QpType::Ud, 0));
+/// // States and types outside the core's table are refused, not looked up.
+/// assert!(!modify_qp_is_ok(qp_state::ERR + 1, qp_state::RESET, QpType::Ud, 0));
+/// assert!(!modify_qp_is_ok(qp_state::ERR, qp_state::RESET, QpType::Other(0xff), 0));
+/// assert!(!modify_qp_is_ok(qp_state::ERR, qp_state::RESET, QpType::Other(0x1000), 0));
+/// ```
 pub fn modify_qp_is_ok(cur: u32, next: u32, qp_type: QpType, mask: u32) -> bool {
     let raw_type = match qp_type {
         QpType::Smi => bindings::ib_qp_type_IB_QPT_SMI,
@@ -436,13 +449,16 @@ pub fn modify_qp_is_ok(cur: u32, next: u32, qp_type: QpType, mask: u32) -> bool 
         QpType::Rc => bindings::ib_qp_type_IB_QPT_RC,
         QpType::Uc => bindings::ib_qp_type_IB_QPT_UC,
         QpType::Ud => bindings::ib_qp_type_IB_QPT_UD,
-        QpType::Other(t) => t,
+        // The core's table has a column per type below `IB_QPT_MAX` (XRC included); other
+        // values (`IB_QPT_DRIVER`, the reserved ones) are not in it.
+        QpType::Other(t) if t < bindings::ib_qp_type_IB_QPT_MAX => t,
+        QpType::Other(_) => return false,
     };
     if cur > qp_state::ERR || next > qp_state::ERR {
         return false;
     }
-    // SAFETY: A pure function of its arguments; the states are in range (checked above), which
-    // its table lookup needs.
+    // SAFETY: A pure function of its arguments; the states and the type are in range (checked
+    // above), which its table lookup needs.
     unsafe { bindings::ib_modify_qp_is_ok(cur, next, raw_type, mask) }
 }
 

@@ -79,12 +79,19 @@ impl<T: Operations> DeviceAttribute<T> {
         attr: *mut bindings::device_attribute,
         buf: *mut c_char,
     ) -> isize {
-        let offset = core::mem::offset_of!(bindings::ib_device, __bindgen_anon_1.dev);
-        // SAFETY: The attribute belongs to a group installed on a device of driver `T`, so `dev`
-        // is embedded in the `ib_device` of such a device, whose data is initialised: sysfs
-        // removes the attributes (and waits for running `show`s) during unregistration, before
-        // the data is dropped.
-        let ib = unsafe { Device::<T>::from_raw(dev.cast::<u8>().sub(offset).cast()) };
+        // The attribute groups are installed on the device's own `struct device` and, in shared
+        // network namespace mode, on the compat devices the core creates for every other
+        // namespace: separate, smaller `ib_core_device` allocations. Only their `owner` leads
+        // to the `ib_device` (C's `rdma_device_to_ibdev()`); a `container_of` from `dev` would
+        // build a reference over the wrong object for a compat device.
+        //
+        // SAFETY: The attribute belongs to a group installed on (a core device of) a device of
+        // driver `T`, so `dev` is embedded in an `ib_core_device`, whose `owner` is that device.
+        let ib = unsafe { bindings::rdma_device_to_ibdev(dev) };
+        // SAFETY: `ib` is a device of driver `T` whose data is initialised: sysfs removes the
+        // attributes (and waits for running `show`s) during unregistration, before the data is
+        // dropped.
+        let ib = unsafe { Device::<T>::from_raw(ib) };
         // SAFETY: By the type invariant `attr` is the head of a `DeviceAttribute<T>`.
         let this = unsafe { &*attr.cast::<Self>() };
         // SAFETY: sysfs passes a buffer of `PAGE_SIZE` bytes, ours for the call.
@@ -97,26 +104,30 @@ impl<T: Operations> DeviceAttribute<T> {
     }
 }
 
-/// A group of device attributes (C's `struct attribute_group`); build it with
+/// A group of device attributes of driver `T` (C's `struct attribute_group`); build it with
 /// [`rdma_device_attributes!`](crate::rdma_device_attributes).
+///
+/// Typed by the driver: [`Operations::DEVICE_GROUP`] of driver `T` only takes an
+/// `AttributeGroup<T>`, so a group's `show` callbacks always see a device of the driver they
+/// were written for.
 #[repr(transparent)]
-pub struct AttributeGroup(Opaque<bindings::attribute_group>);
+pub struct AttributeGroup<T: Operations>(Opaque<bindings::attribute_group>, PhantomData<fn() -> T>);
 
 // SAFETY: The group is built at compile time and then only read by sysfs.
-unsafe impl Sync for AttributeGroup {}
+unsafe impl<T: Operations> Sync for AttributeGroup<T> {}
 
-impl AttributeGroup {
+impl<T: Operations> AttributeGroup<T> {
     /// A group of the NULL-terminated attribute array `attrs`.
     ///
     /// # Safety
     ///
-    /// `attrs` must point to a NULL-terminated array of attributes that live forever; each one a
-    /// [`DeviceAttribute`] of the driver whose [`Operations::DEVICE_GROUP`] names this group.
+    /// `attrs` must point to a NULL-terminated array of attributes that live forever, each one a
+    /// [`DeviceAttribute<T>`].
     pub const unsafe fn new(attrs: *const *mut bindings::attribute) -> Self {
         // SAFETY: All-zeroes is a valid `attribute_group`.
         let mut group: bindings::attribute_group = unsafe { core::mem::zeroed() };
         group.__bindgen_anon_2.attrs = attrs.cast_mut();
-        Self(Opaque::new(group))
+        Self(Opaque::new(group), PhantomData)
     }
 
     pub(super) fn as_raw(&'static self) -> *const bindings::attribute_group {
@@ -141,12 +152,12 @@ unsafe impl<const N: usize> Sync for AttributeArray<N> {}
 ///     };
 /// }
 /// // and in `impl rdma::Operations for MyDriver`:
-/// // const DEVICE_GROUP: Option<&'static rdma::AttributeGroup> = Some(&ATTRS);
+/// // const DEVICE_GROUP: Option<&'static rdma::AttributeGroup<Self>> = Some(&ATTRS);
 /// ```
 #[macro_export]
 macro_rules! rdma_device_attributes {
     ($vis:vis static $group:ident: $t:ty = { $($name:literal => $show:expr),+ $(,)? };) => {
-        $vis static $group: $crate::rdma::AttributeGroup = {
+        $vis static $group: $crate::rdma::AttributeGroup<$t> = {
             const COUNT: usize = [$($name),+].len();
             static ATTRS: [$crate::rdma::DeviceAttribute<$t>; COUNT] = [
                 $($crate::rdma::DeviceAttribute::<$t>::new($crate::c_str!($name), $show)),+

@@ -4,7 +4,7 @@
 //!
 //! C header: [`include/rdma/ib_umem.h`](srctree/include/rdma/ib_umem.h)
 
-use super::{ops::Operations, Device};
+use super::{ops::Operations, Device, UData};
 use crate::{
     bindings,
     dma::DmaAddress,
@@ -32,15 +32,26 @@ impl Umem {
     /// `IB_ACCESS_*` flags; with `LOCAL_WRITE` or remote write the pages are pinned writable), and
     /// maps them for DMA by `dev`.
     ///
+    /// The calling process is the one whose user call (`udata`) is in progress: the core pins
+    /// `current`'s memory, and a kernel thread (a work item, an interrupt thread) has none, which
+    /// the core does not check. Requiring the call's [`UData`] makes that a compile-time fact.
+    ///
     /// Fails with `EINVAL` for an empty or wrapping range, `ENOMEM` if the pinned memory limit is
     /// exceeded, `EFAULT` if the range is not mapped.
-    pub fn get<T: Operations>(dev: &Device<T>, addr: u64, size: u64, access: u32) -> Result<Self> {
+    pub fn get<T: Operations>(
+        dev: &Device<T>,
+        _udata: &UData,
+        addr: u64,
+        size: u64,
+        access: u32,
+    ) -> Result<Self> {
         if size == 0 || addr.checked_add(size).is_none() {
             return Err(crate::error::code::EINVAL);
         }
         let size = usize::try_from(size).map_err(|_| crate::error::code::EINVAL)?;
-        // SAFETY: `dev` is a live device; `ib_umem_get_va` (with no attribute bundle) checks the range against the current
-        // process's mappings itself.
+        // SAFETY: `dev` is a live device; a user call of the current process is in progress (its
+        // `UData` is borrowed), so `current->mm` is that process's; `ib_umem_get_attr_or_va` (with
+        // no attribute bundle) checks the range against its mappings itself.
         let raw = from_err_ptr(unsafe {
             bindings::ib_umem_get_attr_or_va(
                 dev.as_raw(),

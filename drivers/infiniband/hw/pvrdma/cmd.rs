@@ -11,12 +11,23 @@
 //! The response interrupt signals a counting completion, which is never re-initialised (C's
 //! `reinit_completion()` races with an interrupt still completing the previous command): the
 //! waiter takes signals until the response slot holds the answer to its own sequence number.
+//!
+//! A device that does not answer within [`CMD_TIMEOUT_MS`] is declared dead and reset: it stops
+//! using the memory of the command that timed out (which the driver then frees) and of every
+//! object it holds, and every later command fails at once instead of waiting its own timeout
+//! under the channel's mutex (removal against a dead device would otherwise cost that per object).
 
 use crate::{
-    abi::{CmdHdr, RespHdr, CMD_REQ_SIZE, CMD_RESP_SIZE, REGS_SIZE, REG_ERR, REG_REQUEST},
+    abi::{
+        CmdHdr, RespHdr, CMD_REQ_SIZE, CMD_RESP_SIZE, CTL_RESET, REGS_SIZE, REG_CTL, REG_ERR,
+        REG_REQUEST,
+    },
     mem::{alloc_page, DmaPage, SharedBytes},
 };
-use core::mem::size_of;
+use core::{
+    mem::size_of,
+    sync::atomic::{AtomicBool, Ordering},
+};
 use kernel::{
     device::{Bound, Device},
     io::Io,
@@ -48,6 +59,8 @@ pub(crate) struct CmdChannel {
     /// Signalled by the response interrupt, once per interrupt.
     #[pin]
     done: Completion,
+    /// Set when a command timed out and the device was reset: no command runs any more.
+    dead: AtomicBool,
 }
 
 impl CmdChannel {
@@ -63,6 +76,7 @@ impl CmdChannel {
             resp,
             seq <- new_mutex!(0, "pvrdma::CmdChannel::seq"),
             done <- Completion::new(),
+            dead: AtomicBool::new(false),
         })
     }
 
@@ -88,6 +102,9 @@ impl CmdChannel {
             assert!(size_of::<R>() >= size_of::<RespHdr>() && size_of::<R>() <= CMD_RESP_SIZE);
         };
         let mut seq = self.seq.lock();
+        if self.dead.load(Ordering::Relaxed) {
+            return Err(ENODEV);
+        }
         *seq = seq.wrapping_add(1);
         let hdr = CmdHdr {
             response: *seq,
@@ -111,7 +128,19 @@ impl CmdChannel {
             pr_warn!("command {} refused by the device (error {})\n", code, err);
             return Err(EIO);
         }
-        let rhdr = self.wait_response(*seq, code)?;
+        let rhdr = match self.wait_response(*seq, code) {
+            Ok(rhdr) => rhdr,
+            Err(e) if e == ETIMEDOUT => {
+                // Declared dead under the channel's mutex, so no command starts after the reset.
+                self.dead.store(true, Ordering::Relaxed);
+                pr_err!("the device stopped answering commands: resetting it, no more commands\n");
+                if let Some(bar) = regs.try_access() {
+                    bar.write32(CTL_RESET, REG_CTL);
+                }
+                return Err(e);
+            }
+            Err(e) => return Err(e),
+        };
         if rhdr.ack != resp_code {
             pr_warn!(
                 "command {}: unexpected response {:#x} (expected {:#x})\n",

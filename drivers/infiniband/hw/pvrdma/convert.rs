@@ -39,11 +39,17 @@ pub(crate) fn wc_flags_to_ib(flags: u32) -> u32 {
 }
 
 /// The core's network header type for the device's (C's `pvrdma_network_type_to_ib`).
+///
+/// The values differ: the device numbers RoCE v1 (which it shares with IB), IPv4 and IPv6 from
+/// 0, the core has IB at 0 and RoCE v1, IPv4, IPv6 from 1. The device is RoCE only, so its 0 is
+/// RoCE v1; anything unknown is taken for IPv6, as C does.
 pub(crate) fn network_type_to_ib(t: u8) -> u8 {
-    use abi_verbs::network_type::*;
+    use abi_verbs::network_type as dev;
+    use rdma::network_type as ib;
     match t {
-        IB | IPV4 | IPV6 => t,
-        _ => IPV6,
+        dev::ROCE_V1 => ib::ROCE_V1,
+        dev::IPV4 => ib::IPV4,
+        _ => ib::IPV6,
     }
 }
 

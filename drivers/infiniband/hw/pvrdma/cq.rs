@@ -68,7 +68,13 @@ pub(crate) fn create(
             if req.buf_addr % PAGE_SIZE as u64 != 0 {
                 return Err(EINVAL);
             }
-            let umem = Umem::get(dev, req.buf_addr, req.buf_size.into(), access::LOCAL_WRITE)?;
+            let umem = Umem::get(
+                dev,
+                udata,
+                req.buf_addr,
+                req.buf_size.into(),
+                access::LOCAL_WRITE,
+            )?;
             if umem.num_pages() > PAGE_DIR_MAX_PAGES {
                 return Err(EINVAL);
             }
@@ -125,6 +131,8 @@ pub(crate) fn create(
             resp.cq_handle,
             resp.cqe
         );
+        // The room is given back by `destroy`, once.
+        reservation.keep();
         destroy(dev, cq);
         return Err(e);
     }
@@ -134,6 +142,8 @@ pub(crate) fn create(
             reserved: 0,
         };
         if let Err(e) = udata.write(&reply) {
+            // The room is given back by `destroy`, once.
+            reservation.keep();
             destroy(dev, cq);
             return Err(e);
         }
@@ -158,10 +168,10 @@ pub(crate) fn destroy(dev: &rdma::Device<IbDev>, cq: Cq) {
     drop(cq);
 }
 
-/// Converts a device completion into the RDMA core's.
-fn work_completion(cqe: &Cqe) -> WorkCompletion {
+/// Converts a device completion into the RDMA core's, with the caller's `wr_id`.
+fn work_completion(cqe: &Cqe, wr_id: u64) -> WorkCompletion {
     WorkCompletion {
-        wr_id: cqe.wr_id,
+        wr_id,
         // The device's statuses are the core's, value for value; unknown ones are general errors.
         status: if cqe.status <= rdma::wc_status::MAX {
             cqe.status
@@ -171,7 +181,6 @@ fn work_completion(cqe: &Cqe) -> WorkCompletion {
         opcode: wc_opcode_to_ib(cqe.opcode),
         vendor_err: cqe.vendor_err,
         byte_len: cqe.byte_len,
-        qp_handle: (cqe.qp & 0xffff) as u32,
         ex: cqe.imm_data,
         src_qp: cqe.src_qp,
         slid: cqe.slid.into(),
@@ -197,11 +206,27 @@ pub(crate) fn poll(
     };
     let ring = ring.lock();
     let mut polled_device = false;
-    while sink.has_room() {
+    // At most one ring's worth of entries per call: completions of unknown QPs take no room in
+    // the sink, and a device refilling the ring must not keep this loop going with interrupts
+    // off. The consumer polls again for the rest.
+    let mut budget = ring.slots();
+    while sink.has_room() && budget > 0 {
         match ring.pop() {
             Ok(Some(cqe)) => {
-                // A completion of a QP destroyed meanwhile names nothing: drop it.
-                sink.push(&work_completion(&cqe));
+                budget -= 1;
+                // A completion of a QP destroyed meanwhile names nothing: dropped.
+                sink.push((cqe.qp & 0xffff) as u32, |qp| {
+                    let wr_id = crate::qp::completed_wr_id(qp, cq.handle, &cqe);
+                    if wr_id.is_none() {
+                        kernel::pr_warn_once!(
+                            "{}: CQ {}: dropped a completion its QP cannot have (wr_id {:#x})\n",
+                            dev.hw.name(),
+                            cq.handle,
+                            cqe.wr_id
+                        );
+                    }
+                    wr_id.map(|wr_id| work_completion(&cqe, wr_id))
+                });
             }
             Ok(None) if !polled_device => {
                 // Ask the device to flush what it has, once.

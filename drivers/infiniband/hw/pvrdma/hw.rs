@@ -274,31 +274,49 @@ impl Hw {
         }
     }
 
-    /// Consumes the async event ring, calling `f` for every event.
+    /// Consumes the async event ring, calling `f` for every event: at most one ring's worth,
+    /// so that a device producing without end cannot keep the handler looping (the rest waits
+    /// for the next interrupt).
     pub(crate) fn drain_async_events(&self, mut f: impl FnMut(Eqe)) {
-        loop {
+        for _ in 0..self.async_ring.slots() {
             match self.async_ring.pop() {
                 Ok(Some(eqe)) => f(eqe),
-                Ok(None) => break,
+                Ok(None) => return,
                 Err(_) => {
-                    dev_warn!(self.pdev, "async event ring indexes invalid\n");
-                    break;
+                    kernel::pr_warn_once!("{}: async event ring indexes invalid\n", self.name());
+                    return;
                 }
             }
         }
+        if matches!(self.async_ring.has_data(), Ok(true)) {
+            kernel::pr_warn_once!(
+                "{}: async events keep coming; draining later\n",
+                self.name()
+            );
+        }
     }
 
-    /// Consumes the CQ notification ring, calling `f` with every CQ handle.
+    /// Consumes the CQ notification ring, calling `f` with every CQ handle: at most one ring's
+    /// worth (see [`Hw::drain_async_events`]).
     pub(crate) fn drain_cq_notifications(&self, mut f: impl FnMut(u32)) {
-        loop {
+        for _ in 0..self.cq_ring.slots() {
             match self.cq_ring.pop() {
                 Ok(Some(cqne)) => f(cqne.info),
-                Ok(None) => break,
+                Ok(None) => return,
                 Err(_) => {
-                    dev_warn!(self.pdev, "CQ notification ring indexes invalid\n");
-                    break;
+                    kernel::pr_warn_once!(
+                        "{}: CQ notification ring indexes invalid\n",
+                        self.name()
+                    );
+                    return;
                 }
             }
+        }
+        if matches!(self.cq_ring.has_data(), Ok(true)) {
+            kernel::pr_warn_once!(
+                "{}: CQ notifications keep coming; draining later\n",
+                self.name()
+            );
         }
     }
 }

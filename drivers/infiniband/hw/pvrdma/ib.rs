@@ -5,7 +5,8 @@
 use crate::{abi::*, ah, counts::Counts, cq, hw::Hw, mr, qp, srq, uar::UarTable};
 use core::fmt::Write;
 use kernel::{
-    new_mutex, new_spinlock,
+    device::Bound,
+    new_mutex, new_spinlock, pci,
     prelude::*,
     rdma::{
         self, core_cap, AhAttr, CqInitAttr, DeviceAttr, FwVersion, Gid, GidAttr, GidType,
@@ -69,7 +70,11 @@ impl IbDev {
             ..Default::default()
         };
         let resp: RespQueryPort = self.hw.command(opcode::QUERY_PORT, &cmd)?;
-        let attrs = resp.attrs;
+        let mut attrs = resp.attrs;
+        // The table sizes decide how many GIDs and P_Keys the core asks for, one command each,
+        // at registration: they cannot exceed what the device said it has (checked then).
+        attrs.gid_tbl_len = attrs.gid_tbl_len.min(self.caps.gid_tbl_len);
+        attrs.pkey_tbl_len = attrs.pkey_tbl_len.min(self.caps.max_pkeys);
         if attrs.state > 5
             || !(1..=5).contains(&attrs.max_mtu)
             || !(1..=5).contains(&attrs.active_mtu)
@@ -161,7 +166,6 @@ kernel::rdma_device_attributes! {
 /// A user context: its doorbell page and the device's handle.
 pub(crate) struct UserCtx {
     uar_index: u32,
-    uar_pfn: u64,
     pub(crate) ctx_handle: u32,
 }
 
@@ -183,7 +187,7 @@ impl rdma::Operations for IbDev {
     type Ah = ah::Ah;
     type Mr = mr::Mr;
 
-    const DEVICE_GROUP: Option<&'static rdma::AttributeGroup> = Some(&SYSFS_ATTRS);
+    const DEVICE_GROUP: Option<&'static rdma::AttributeGroup<Self>> = Some(&SYSFS_ATTRS);
 
     fn query_device(
         dev: &rdma::Device<Self>,
@@ -338,7 +342,6 @@ impl rdma::Operations for IbDev {
         };
         let ctx = UserCtx {
             uar_index,
-            uar_pfn,
             ctx_handle: resp.ctx_handle,
         };
         let reply = UctxResp {
@@ -358,10 +361,11 @@ impl rdma::Operations for IbDev {
         dev.uars.lock().free(ctx.uar_index);
     }
 
-    fn mmap(_dev: &rdma::Device<Self>, ctx: &UserContext<Self>, vma: &mut Vma) -> Result {
+    fn mmap(dev: &rdma::Device<Self>, ctx: &UserContext<Self>, vma: &mut Vma) -> Result {
         // The only thing to map is the context's doorbell page, at offset 0.
         vma.expect(0, 1)?;
-        ctx.mmap_io_uncached(vma, ctx.uar_pfn)
+        let pdev = <&pci::Device<Bound>>::try_from(dev.parent())?;
+        ctx.mmap_bar_uncached(vma, pdev, BAR_UAR, ctx.uar_index.into())
     }
 
     fn alloc_pd(
@@ -523,9 +527,12 @@ impl rdma::Operations for IbDev {
         length: u64,
         virt_addr: u64,
         access: u32,
-        _udata: Option<&mut UData>,
+        udata: Option<&mut UData>,
     ) -> Result<(mr::Mr, MrKeys)> {
-        mr::reg_user(dev, pd, start, length, virt_addr, access)
+        // Only a user call has memory to pin; the core's kernel callers (RDS) register user
+        // memory only with on-demand paging, which the device does not have.
+        let udata = udata.ok_or(EOPNOTSUPP)?;
+        mr::reg_user(dev, pd, start, length, virt_addr, access, udata)
     }
 
     fn dereg_mr(dev: &rdma::Device<Self>, mr: mr::Mr) {

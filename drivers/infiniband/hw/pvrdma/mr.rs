@@ -13,7 +13,7 @@ use kernel::{
     new_spinlock_irq,
     page::PAGE_SHIFT,
     prelude::*,
-    rdma::{self, MrKeys, MrType, Umem},
+    rdma::{self, MrKeys, MrType, UData, Umem},
     sync::SpinLockIrq,
 };
 
@@ -69,12 +69,13 @@ pub(crate) fn reg_user(
     length: u64,
     virt_addr: u64,
     access: u32,
+    udata: &UData,
 ) -> Result<(Mr, MrKeys)> {
     if length == 0 || length > dev.caps.max_mr_size {
         return Err(EINVAL);
     }
     let reservation = dev.counts.mrs.take(dev.caps.max_mr)?;
-    let umem = Umem::get(dev, start, length, access)?;
+    let umem = Umem::get(dev, udata, start, length, access)?;
     if umem.num_pages() > PAGE_DIR_MAX_PAGES {
         return Err(EINVAL);
     }
@@ -106,6 +107,16 @@ pub(crate) fn get_dma(
     pd: &rdma::Pd<IbDev>,
     access: u32,
 ) -> Result<(Mr, MrKeys)> {
+    // A DMA MR covers all of guest memory: only local write access, as C allows (with
+    // `IB_PD_UNSAFE_GLOBAL_RKEY` remote access would hand out a key to all of it).
+    if access & !rdma::access::LOCAL_WRITE != 0 {
+        pr_warn!(
+            "{}: unsupported DMA MR access flags {:#x}\n",
+            dev.hw.name(),
+            access
+        );
+        return Err(EOPNOTSUPP);
+    }
     let reservation = dev.counts.mrs.take(dev.caps.max_mr)?;
     let cmd = CmdCreateMr {
         pd_handle: pd.handle,

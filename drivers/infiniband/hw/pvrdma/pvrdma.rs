@@ -9,7 +9,7 @@
 //! All `unsafe` code lives in the kernel crate's abstractions (`kernel::pci`, `kernel::dma`,
 //! `kernel::irq`, `kernel::net`, `kernel::rdma`, ...): this crate has none.
 
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 mod abi;
 // The whole device ABI is transcribed, including what this driver does not use (yet).

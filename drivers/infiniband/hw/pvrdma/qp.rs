@@ -10,7 +10,7 @@ use crate::{
     convert::{cap_from_pvrdma, qp_attr_from_pvrdma, qp_attr_to_pvrdma, wr_opcode_to_pvrdma},
     ib::IbDev,
     pdir::PageDir,
-    wq::WorkQueue,
+    wq::{DeviceWrId, Side, WorkQueue},
 };
 use core::{
     mem::size_of,
@@ -173,11 +173,19 @@ pub(crate) fn create(
             {
                 return Err(EOPNOTSUPP);
             }
+            // The device writes the ring state (the consumer index) in the first page.
+            const WRITABLE: u32 = rdma::access::LOCAL_WRITE;
             let recv = match srq {
-                None => Some(Umem::get(dev, req.rbuf_addr, req.rbuf_size.into(), 0)?),
+                None => Some(Umem::get(
+                    dev,
+                    udata,
+                    req.rbuf_addr,
+                    req.rbuf_size.into(),
+                    WRITABLE,
+                )?),
                 Some(_) => None,
             };
-            let send = Umem::get(dev, req.sbuf_addr, req.sbuf_size.into(), 0)?;
+            let send = Umem::get(dev, udata, req.sbuf_addr, req.sbuf_size.into(), WRITABLE)?;
             let send_pages = send.num_pages();
             let mut umems: KVec<&Umem> = KVec::new();
             umems.push(&send, GFP_KERNEL)?;
@@ -205,21 +213,23 @@ pub(crate) fn create(
             }
             let pdir = PageDir::new(pdev, total)?;
             let sq = WorkQueue::new(
+                Side::Send,
                 0,
                 QP_NUM_HEADER_PAGES as usize * PAGE_SIZE,
                 sizes.cap.max_send_wr,
                 sizes.cap.max_send_sge,
                 sizes.sq_wqe_size,
-            );
+            )?;
             let sq = KBox::pin_init(new_spinlock_irq!(sq, "pvrdma::Qp::sq"), GFP_KERNEL)?;
             let rq = if srq.is_none() {
                 let rq = WorkQueue::new(
+                    Side::Recv,
                     size_of::<crate::abi::RingIndexes>(),
                     sizes.send_pages * PAGE_SIZE,
                     sizes.cap.max_recv_wr,
                     sizes.cap.max_recv_sge,
                     sizes.rq_wqe_size,
-                );
+                )?;
                 Some(KBox::pin_init(
                     new_spinlock_irq!(rq, "pvrdma::Qp::rq"),
                     GFP_KERNEL,
@@ -287,6 +297,8 @@ pub(crate) fn create(
             dev.hw.name(),
             handle
         );
+        // The room is given back by `destroy`, once.
+        reservation.keep();
         destroy(dev, qp);
         return Err(EIO);
     }
@@ -300,6 +312,8 @@ pub(crate) fn create(
         // Providers of devices before version 20 know only the QP number, which is then also
         // the handle: they get the part of the reply they have room for.
         if let Err(e) = udata.write_prefix(&reply) {
+            // The room is given back by `destroy`, once.
+            reservation.keep();
             destroy(dev, qp);
             return Err(e);
         }
@@ -317,13 +331,7 @@ pub(crate) fn destroy(dev: &rdma::Device<IbDev>, qp: Qp) {
     dev.hw
         .destroy_object::<_, RespDestroyQp>(opcode_verbs::DESTROY_QP, &cmd, "QP", qp.handle);
     // The device produces no more completions for the QP: drop those not polled yet.
-    if matches!(qp.rings, QpRings::Kernel { .. }) {
-        let (send, recv) = qp.cqs;
-        dev.with_cq(send, |cq| crate::cq::flush_qp(dev, cq, qp.handle));
-        if recv != send {
-            dev.with_cq(recv, |cq| crate::cq::flush_qp(dev, cq, qp.handle));
-        }
-    }
+    flush_cqs(dev, &qp);
     dev.counts.qps.release();
     drop(qp);
 }
@@ -379,9 +387,23 @@ pub(crate) fn modify(
     let _: crate::abi::RespNoop = dev.hw.command(opcode_verbs::MODIFY_QP, &cmd)?;
     qp.state.store(next, Ordering::Relaxed);
     if next == qp_state::RESET {
+        // A QP back in RESET has no work: what it completed before must not be polled as
+        // completions of the work posted after it is reused (C's `pvrdma_reset_qp`).
+        flush_cqs(dev, qp);
         reset_rings(qp);
     }
     Ok(())
+}
+
+/// Drops the completions of a kernel QP not polled yet from its CQs.
+fn flush_cqs(dev: &rdma::Device<IbDev>, qp: &Qp) {
+    if matches!(qp.rings, QpRings::Kernel { .. }) {
+        let (send, recv) = qp.cqs;
+        dev.with_cq(send, |cq| crate::cq::flush_qp(dev, cq, qp.handle));
+        if recv != send {
+            dev.with_cq(recv, |cq| crate::cq::flush_qp(dev, cq, qp.handle));
+        }
+    }
 }
 
 /// Checks the attributes whose range the IB spec fixes (the C driver passes them to the device
@@ -489,7 +511,7 @@ pub(crate) fn post_send(
     }
     post_all(dev, qp, UAR_QP_SEND, pdir, sq, wrs, |ring, pdir, wr| {
         let hdr = send_wqe(qp, wr)?;
-        ring.push(pdir, &hdr, wr.sges())
+        ring.push(pdir, wr.wr_id(), hdr, wr.sges())
     })
 }
 
@@ -498,8 +520,8 @@ fn send_wqe(qp: &Qp, wr: &rdma::SendWr<'_, IbDev>) -> Result<SqWqeHdr> {
     let opcode = wr.opcode();
     let dev_opcode = wr_opcode_to_pvrdma(opcode).ok_or(EINVAL)?;
     let num_sge = u32::try_from(wr.num_sge()).map_err(|_| EINVAL)?;
+    // The `wr_id` the device sees is set by `WorkQueue::push`.
     let mut hdr = SqWqeHdr {
-        wr_id: wr.wr_id(),
         num_sge,
         opcode: dev_opcode,
         send_flags: wr.send_flags() & abi_verbs::send_flags::ALL,
@@ -580,10 +602,29 @@ pub(crate) fn post_recv(
     }
     post_all(dev, qp, UAR_QP_RECV, pdir, rq, wrs, |ring, pdir, wr| {
         let hdr = RqWqeHdr {
-            wr_id: wr.wr_id(),
+            // Set by `WorkQueue::push`.
+            wr_id: 0,
             num_sge: u32::try_from(wr.num_sge()).map_err(|_| EINVAL)?,
             total_len: 0,
         };
-        ring.push(pdir, &hdr, wr.sges())
+        ring.push(pdir, wr.wr_id(), hdr, wr.sges())
     })
+}
+
+/// The caller's `wr_id` of the completion `cqe` that kernel CQ `cq_handle` holds for `qp`, after
+/// checking the device's claims: the completion names a queue of the QP that uses this CQ, and a
+/// slot of it with work outstanding. `None` for a completion the QP cannot have.
+pub(crate) fn completed_wr_id(qp: &Qp, cq_handle: u32, cqe: &Cqe) -> Option<u64> {
+    let QpRings::Kernel { sq, rq, .. } = &qp.rings else {
+        return None;
+    };
+    let (side, slot) = DeviceWrId::decode(cqe.wr_id)?;
+    let (queue, cq) = match side {
+        Side::Send => (sq, qp.cqs.0),
+        Side::Recv => (rq.as_ref()?, qp.cqs.1),
+    };
+    if cq != cq_handle {
+        return None;
+    }
+    queue.lock().complete(slot)
 }

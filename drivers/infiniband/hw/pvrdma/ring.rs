@@ -110,6 +110,13 @@ impl<E: FromBytes + IntoBytes> DeviceRing<E> {
         Ok(tail != head)
     }
 
+    /// The number of entry slots: the most entries the device can have produced at once, so
+    /// the most a consumer takes in one go (a device that refills the ring as fast as the
+    /// driver empties it must not keep the driver in a loop).
+    pub(crate) fn slots(&self) -> u32 {
+        self.slots
+    }
+
     /// The page directory, for the DSR.
     pub(crate) fn pdir(&self) -> &PageDir {
         &self.pdir

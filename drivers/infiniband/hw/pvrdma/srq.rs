@@ -46,7 +46,14 @@ pub(crate) fn create(
     if req.buf_addr % PAGE_SIZE as u64 != 0 {
         return Err(EINVAL);
     }
-    let umem = Umem::get(dev, req.buf_addr, req.buf_size.into(), 0)?;
+    // The device writes the ring state (the consumer index) in the first page.
+    let umem = Umem::get(
+        dev,
+        udata,
+        req.buf_addr,
+        req.buf_size.into(),
+        rdma::access::LOCAL_WRITE,
+    )?;
     if umem.num_pages() > PAGE_DIR_MAX_PAGES {
         return Err(EINVAL);
     }
@@ -75,6 +82,8 @@ pub(crate) fn create(
         reserved: 0,
     };
     if let Err(e) = udata.write(&reply) {
+        // The room is given back by `destroy`, once.
+        reservation.keep();
         destroy(dev, srq);
         return Err(e);
     }
@@ -89,7 +98,8 @@ pub(crate) fn modify(
     attr: &SrqAttr,
     mask: u32,
 ) -> Result {
-    if mask & !srq_attr_mask::LIMIT != 0 {
+    // The limit is all the device can change, and a change of nothing is refused (as C does).
+    if mask != srq_attr_mask::LIMIT {
         return Err(EINVAL);
     }
     let cmd = CmdModifySrq {
