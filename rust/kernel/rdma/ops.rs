@@ -875,7 +875,11 @@ impl<T: Operations> Adapter<T> {
         from_result(|| {
             // SAFETY: The core passes a live CQ of one of `T`'s devices.
             let (dev, cq) = unsafe { (Self::dev((*ibcq).device), Cq::<T>::from_raw(ibcq)) };
-            Ok(T::req_notify_cq(dev, cq, NotifyFlags::from_raw(flags))? as c_int)
+            Ok(c_int::from(T::req_notify_cq(
+                dev,
+                cq,
+                NotifyFlags::from_raw(flags),
+            )?))
         })
     }
 

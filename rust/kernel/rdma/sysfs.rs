@@ -51,7 +51,7 @@ impl<T: Operations> DeviceAttribute<T> {
     pub const fn new(name: &'static CStr, show: ShowFn<T>) -> Self {
         // SAFETY: All-zeroes is a valid `device_attribute` (no callbacks, no name, no key).
         let mut attr: bindings::device_attribute = unsafe { core::mem::zeroed() };
-        attr.attr.name = name.as_ptr().cast();
+        attr.attr.name = crate::str::as_char_ptr_in_const_context(name).cast();
         attr.attr.mode = 0o444;
         attr.__bindgen_anon_1.show = Some(Self::show_callback);
         // INVARIANT: `attr` comes first (`repr(C)`) and its `show` is `show_callback`.

@@ -70,7 +70,7 @@ impl Umem {
     /// The number of `PAGE_SIZE` blocks the range covers (C's `ib_umem_num_dma_blocks()`).
     pub fn num_pages(&self) -> usize {
         // SAFETY: The umem is valid (type invariant).
-        unsafe { bindings::ib_umem_num_dma_blocks(self.ptr.as_ptr(), PAGE_SIZE as _) }
+        unsafe { bindings::ib_umem_num_dma_blocks(self.ptr.as_ptr(), PAGE_SIZE) }
     }
 
     /// Calls `f` with the bus address of every `PAGE_SIZE` block, in order, stopping at the
@@ -80,9 +80,7 @@ impl Umem {
         let mut iter: bindings::ib_block_iter = unsafe { core::mem::zeroed() };
         // SAFETY: The umem is valid (type invariant) and mapped; the iterator walks its
         // scatterlist, which stays unchanged until the umem is released.
-        unsafe {
-            bindings::rdma_umem_block_iter_start(&mut iter, self.ptr.as_ptr(), PAGE_SIZE as _)
-        };
+        unsafe { bindings::rdma_umem_block_iter_start(&mut iter, self.ptr.as_ptr(), PAGE_SIZE) };
         // SAFETY: As above; `iter` was started on this umem.
         while unsafe { bindings::__rdma_block_iter_next(&mut iter) } {
             // SAFETY: `iter` points at a block (the call above returned true).

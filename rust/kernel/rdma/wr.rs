@@ -143,7 +143,7 @@ impl<'a, T: Operations> SendWr<'a, T> {
     /// (the type invariant then guarantees it did).
     unsafe fn container<C>(&self) -> &'a C {
         // SAFETY: Guaranteed by the caller: the request is the first field of a live `C`.
-        unsafe { &*(self.raw as *const bindings::ib_send_wr).cast::<C>() }
+        unsafe { &*core::ptr::from_ref::<bindings::ib_send_wr>(self.raw).cast::<C>() }
     }
 
     /// The ID reported in the completion.
