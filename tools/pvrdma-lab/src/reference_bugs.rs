@@ -93,12 +93,35 @@ struct Report {
     cut: bool,
     header: Vec<String>,
     trace: Vec<String>,
-    in_trace: bool,
 }
 
 impl Report {
     fn lines(&self) -> impl Iterator<Item = &String> {
         self.header.iter().chain(&self.trace)
+    }
+
+    /// Whether `message` belongs to the report (see [`reports`]).
+    fn continues_with(&self, message: &str) -> bool {
+        let header_line =
+            message.starts_with(' ') || HEADER_PREFIXES.iter().any(|p| message.starts_with(p));
+        if !self.trace.is_empty() {
+            return header_line;
+        }
+        // After `cut here`: the WARN's message, whatever it says, then its `WARNING:` line.
+        (self.cut && self.header.len() == 1)
+            || header_line
+            || message.trim_start().starts_with("Call Trace:")
+            || (self.cut
+                && message.starts_with("WARNING: ")
+                && !self.header.iter().any(|l| l.starts_with("WARNING: ")))
+    }
+
+    fn push(&mut self, message: &str) {
+        if self.trace.is_empty() && !message.trim_start().starts_with("Call Trace:") {
+            self.header.push(message.to_string());
+        } else {
+            self.trace.push(message.to_string());
+        }
     }
 
     /// Whether the report has `form`.
@@ -159,58 +182,33 @@ const HEADER_PREFIXES: &[&str] = &[
 /// The reports in `log`: each starts at a `cut here` line or a `BUG:`/`WARNING:`
 /// line outside a report, takes the header lines that follow (after `cut here`:
 /// the WARN's message line and its `WARNING:` line), then `Call Trace:` and
-/// every indented line
-/// after it, and ends at `---[ end trace` or at the first line that belongs to
-/// none of these.
+/// every indented line after it, and ends at `---[ end trace` or at the first
+/// line that belongs to none of these.
 fn reports(log: &str) -> Vec<Report> {
     let mut reports = Vec::new();
     let mut current: Option<Report> = None;
-    let mut after_cut = false;
     for message in log.lines().filter_map(kernel_message) {
         let trimmed = message.trim_start();
         if let Some(report) = current.as_mut() {
-            let continues = if trimmed.starts_with("---[ end trace") {
+            if trimmed.starts_with("---[ end trace") {
                 report.trace.push(message.to_string());
                 reports.extend(current.take());
-                after_cut = false;
                 continue;
-            } else if after_cut {
-                after_cut = false;
-                true
-            } else if report.in_trace {
-                message.starts_with(' ') || HEADER_PREFIXES.iter().any(|p| message.starts_with(p))
-            } else {
-                message.starts_with(' ')
-                    || trimmed.starts_with("Call Trace:")
-                    || (report.cut
-                        && message.starts_with("WARNING: ")
-                        && !report.header.iter().any(|l| l.starts_with("WARNING: ")))
-                    || HEADER_PREFIXES.iter().any(|p| message.starts_with(p))
-            };
-            if continues {
-                if trimmed.starts_with("Call Trace:") {
-                    report.in_trace = true;
-                }
-                if report.in_trace {
-                    report.trace.push(message.to_string());
-                } else {
-                    report.header.push(message.to_string());
-                }
+            }
+            if report.continues_with(message) {
+                report.push(message);
                 continue;
             }
             reports.extend(current.take());
         }
         let cut = trimmed.starts_with("------------[ cut here ]------------");
-        if cut {
-            after_cut = true;
-        } else if !(trimmed.starts_with("BUG:") || trimmed.starts_with("WARNING:")) {
-            continue;
+        if cut || trimmed.starts_with("BUG:") || trimmed.starts_with("WARNING:") {
+            current = Some(Report {
+                cut,
+                header: vec![message.to_string()],
+                ..Report::default()
+            });
         }
-        current = Some(Report {
-            cut,
-            header: vec![message.to_string()],
-            ..Report::default()
-        });
     }
     reports.extend(current);
     reports

@@ -128,19 +128,16 @@ impl CmdChannel {
             pr_warn!("command {} refused by the device (error {})\n", code, err);
             return Err(EIO);
         }
-        let rhdr = match self.wait_response(*seq, code) {
-            Ok(rhdr) => rhdr,
-            Err(e) if e == ETIMEDOUT => {
+        let rhdr = self.wait_response(*seq, code).inspect_err(|e| {
+            if *e == ETIMEDOUT {
                 // Declared dead under the channel's mutex, so no command starts after the reset.
                 self.dead.store(true, Ordering::Relaxed);
                 pr_err!("the device stopped answering commands: resetting it, no more commands\n");
                 if let Some(bar) = regs.try_access() {
                     bar.write32(CTL_RESET, REG_CTL);
                 }
-                return Err(e);
             }
-            Err(e) => return Err(e),
-        };
+        })?;
         if rhdr.ack != resp_code {
             pr_warn!(
                 "command {}: unexpected response {:#x} (expected {:#x})\n",

@@ -277,47 +277,15 @@ impl Hw {
     /// Consumes the async event ring, calling `f` for every event: at most one ring's worth,
     /// so that a device producing without end cannot keep the handler looping (the rest waits
     /// for the next interrupt).
-    pub(crate) fn drain_async_events(&self, mut f: impl FnMut(Eqe)) {
-        for _ in 0..self.async_ring.slots() {
-            match self.async_ring.pop() {
-                Ok(Some(eqe)) => f(eqe),
-                Ok(None) => return,
-                Err(_) => {
-                    kernel::pr_warn_once!("{}: async event ring indexes invalid\n", self.name());
-                    return;
-                }
-            }
-        }
-        if matches!(self.async_ring.has_data(), Ok(true)) {
-            kernel::pr_warn_once!(
-                "{}: async events keep coming; draining later\n",
-                self.name()
-            );
-        }
+    pub(crate) fn drain_async_events(&self, f: impl FnMut(Eqe)) {
+        self.async_ring.drain(self.name(), "async event", f);
     }
 
     /// Consumes the CQ notification ring, calling `f` with every CQ handle: at most one ring's
     /// worth (see [`Hw::drain_async_events`]).
     pub(crate) fn drain_cq_notifications(&self, mut f: impl FnMut(u32)) {
-        for _ in 0..self.cq_ring.slots() {
-            match self.cq_ring.pop() {
-                Ok(Some(cqne)) => f(cqne.info),
-                Ok(None) => return,
-                Err(_) => {
-                    kernel::pr_warn_once!(
-                        "{}: CQ notification ring indexes invalid\n",
-                        self.name()
-                    );
-                    return;
-                }
-            }
-        }
-        if matches!(self.cq_ring.has_data(), Ok(true)) {
-            kernel::pr_warn_once!(
-                "{}: CQ notifications keep coming; draining later\n",
-                self.name()
-            );
-        }
+        self.cq_ring
+            .drain(self.name(), "CQ notification", |cqne| f(cqne.info));
     }
 }
 

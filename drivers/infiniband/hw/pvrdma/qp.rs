@@ -10,7 +10,7 @@ use crate::{
     convert::{cap_from_pvrdma, qp_attr_from_pvrdma, qp_attr_to_pvrdma, wr_opcode_to_pvrdma},
     ib::IbDev,
     pdir::PageDir,
-    wq::{DeviceWrId, Side, WorkQueue},
+    wq::{Side, WorkQueue},
 };
 use core::{
     mem::size_of,
@@ -618,7 +618,7 @@ pub(crate) fn completed_wr_id(qp: &Qp, cq_handle: u32, cqe: &Cqe) -> Option<u64>
     let QpRings::Kernel { sq, rq, .. } = &qp.rings else {
         return None;
     };
-    let (side, slot) = DeviceWrId::decode(cqe.wr_id)?;
+    let (side, slot) = Side::of_device_wr_id(cqe.wr_id)?;
     let (queue, cq) = match side {
         Side::Send => (sq, qp.cqs.0),
         Side::Recv => (rq.as_ref()?, qp.cqs.1),

@@ -117,6 +117,29 @@ impl<E: FromBytes + IntoBytes> DeviceRing<E> {
         self.slots
     }
 
+    /// Consumes at most one ring's worth of entries, calling `f` for each; `what` names the
+    /// ring in the warnings (each printed once) about invalid indexes and about entries left
+    /// for the next call by a device that kept producing.
+    pub(crate) fn drain(&self, device: &CStr, what: &str, mut f: impl FnMut(E)) {
+        for _ in 0..self.slots {
+            match self.pop() {
+                Ok(Some(entry)) => f(entry),
+                Ok(None) => return,
+                Err(_) => {
+                    kernel::pr_warn_once!("{}: {} ring: indexes invalid\n", device, what);
+                    return;
+                }
+            }
+        }
+        if matches!(self.has_data(), Ok(true)) {
+            kernel::pr_warn_once!(
+                "{}: {} ring: entries keep coming; draining later\n",
+                device,
+                what
+            );
+        }
+    }
+
     /// The page directory, for the DSR.
     pub(crate) fn pdir(&self) -> &PageDir {
         &self.pdir

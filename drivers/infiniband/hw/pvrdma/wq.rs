@@ -9,8 +9,8 @@
 //! The device never sees a caller's `wr_id`: kernel consumers (the CQ pool, the MAD layer)
 //! take the `wr_id` of a completion for a pointer, so one read back from the device would let
 //! the device steer a kernel pointer. Each queue keeps the callers' `wr_id`s per slot and hands
-//! the device a [`DeviceWrId`] naming the queue and the slot instead; a completion is mapped back
-//! only if it names a slot whose work is outstanding. A slot is reused only once its work has
+//! the device a `wr_id` naming the queue ([`Side`]) and the slot instead; a completion is mapped
+//! back only if it names a slot whose work is outstanding. A slot is reused only once its work has
 //! completed (a completion also completes the unsignaled work posted before it, as the queues
 //! complete in order), whatever the device's consumer index says: the device consumes an entry
 //! when it starts the work, long before the completion is polled.
@@ -31,7 +31,8 @@ use kernel::{
 };
 use zerocopy::{Immutable, IntoBytes};
 
-/// Which queue of a QP a work request went to, as the device's `wr_id` says it.
+/// Which queue of a QP a work request went to. The device's `wr_id` for a work request is the
+/// side (bit 32 set for receives) and the slot.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Side {
     /// The send queue.
@@ -40,27 +41,26 @@ pub(crate) enum Side {
     Recv,
 }
 
-/// The `wr_id` the device gets for a work request: the queue's [`Side`] and the slot.
-pub(crate) struct DeviceWrId;
+impl Side {
+    const RECV_BIT: u64 = 1 << 32;
 
-impl DeviceWrId {
-    const RECV: u64 = 1 << 32;
-
-    fn encode(side: Side, slot: u32) -> u64 {
-        match side {
+    /// The `wr_id` the device gets for the work request in `slot` of this side's queue.
+    fn device_wr_id(self, slot: u32) -> u64 {
+        match self {
             Side::Send => u64::from(slot),
-            Side::Recv => Self::RECV | u64::from(slot),
+            Side::Recv => Self::RECV_BIT | u64::from(slot),
         }
     }
 
     /// The side and slot a device `wr_id` names, if it is one the driver could have made.
-    pub(crate) fn decode(wr_id: u64) -> Option<(Side, u32)> {
-        let slot = u32::try_from(wr_id & !Self::RECV).ok()?;
-        Some(if wr_id & Self::RECV != 0 {
-            (Side::Recv, slot)
+    pub(crate) fn of_device_wr_id(wr_id: u64) -> Option<(Side, u32)> {
+        let slot = u32::try_from(wr_id & !Self::RECV_BIT).ok()?;
+        let side = if wr_id & Self::RECV_BIT != 0 {
+            Side::Recv
         } else {
-            (Side::Send, slot)
-        })
+            Side::Send
+        };
+        Some((side, slot))
     }
 }
 
@@ -184,7 +184,7 @@ impl WorkQueue {
         if slot != self.posted % self.slots {
             return Err(EIO);
         }
-        hdr.set_wr_id(DeviceWrId::encode(self.side, slot));
+        hdr.set_wr_id(self.side.device_wr_id(slot));
         let offset = self.base + slot as usize * self.wqe_size;
         let page = pdir.page(offset / PAGE_SIZE)?;
         let mut at = offset % PAGE_SIZE;
