@@ -10,14 +10,12 @@
 #   make stock-qemu  Debian's QEMU 7.2, unpacked into the cache (tools/qemu/fetch-stock-qemu)
 #
 # Selection: make check MODELS=patched DRIVERS=c TESTS=ibv_rc_pingpong,ibv_devinfo
-#   KERNEL   6.12 (default; the Rust driver from tools/lab/legacy-6.12) or 7.3
-#            (trixie-backports' Linux 7.3; the Rust driver from drivers/ on the
-#            abstractions in rust/)
 #   MODELS   patched (QEMU 7.2 + tools/qemu/patches) and/or stock (Debian's QEMU 7.2)
 #   DRIVERS  c (vmw_pvrdma) and/or rust (pvrdma)
 #   TESTS    names from `tools/target/release/pvrdma-lab list`; empty: all
-# Everything slow (test kernel, patched QEMU) is cached outside the checkout in
-# $(PVRDMA_CACHE).
+# The test kernel is trixie-backports' Linux 7.3 with rust/ overlaid (the
+# abstractions the driver in drivers/ is built on). Everything slow (test
+# kernel, patched QEMU) is cached outside the checkout in $(PVRDMA_CACHE).
 #
 # When invoked by Kbuild (make -C $KDIR M=$PWD), only the Kbuild file matters.
 
@@ -29,19 +27,16 @@ SHELL := /bin/bash
 TOP := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 PVRDMA_CACHE ?= $(HOME)/.cache/pvrdma-rs
 export PVRDMA_CACHE
-KERNEL ?= 6.12
-export PVRDMA_KERNEL := $(KERNEL)
+
+# KERNEL= chose between 6.12 and 7.3 while the project moved; only 7.3 is left.
+ifneq ($(filter-out 7.3,$(KERNEL)),)
+$(error KERNEL=$(KERNEL): the lab builds Linux 7.3 only (6.12 was removed with issue 15))
+endif
 
 MODELS ?= patched,stock
 DRIVERS ?= c,rust
-ifeq ($(KERNEL),6.12)
-# The Rust driver as it builds on 6.12 (its own Kbuild there).
-MODULE_DIR := $(TOP)/tools/lab/legacy-6.12
-RUST_MODULE := $(MODULE_DIR)/pvrdma/pvrdma.ko
-else
 MODULE_DIR := $(TOP)
 RUST_MODULE := $(TOP)/drivers/infiniband/hw/pvrdma/pvrdma.ko
-endif
 TESTS ?=
 LAB_TESTS ?= ibv_rc_pingpong,rping
 LAB_MODELS ?= $(MODELS)
@@ -49,7 +44,7 @@ RESULTS ?= $(TOP)/results
 
 CARGO ?= cargo
 LAB := $(TOP)/tools/target/release/pvrdma-lab
-KDIR_FILE := $(PVRDMA_CACHE)/kernel/current$(if $(filter-out 6.12,$(KERNEL)),-$(KERNEL))
+KDIR_FILE := $(PVRDMA_CACHE)/kernel/current
 
 # Each model's QEMU is prepared only when a run uses it (an empty MODELS means
 # every model): the patched one built, the stock one unpacked.
@@ -94,7 +89,7 @@ module: kernel
 	@if [ -z "$(RUST_DRIVER_USED)" ]; then \
 		echo "== driver module: not built (DRIVERS=$(DRIVERS))"; \
 	else \
-		echo "== driver module ($(KERNEL))"; \
+		echo "== driver module"; \
 		stamp="$$(readlink -f $(KDIR_FILE)) $$(stat -c %Y $(KDIR_FILE)/vmlinux)"; \
 		if [ "$$(cat $(MODULE_STAMP) 2>/dev/null)" != "$$stamp" ]; then \
 			$(MAKE) -s -C $(KDIR_FILE)/ M=$(MODULE_DIR) $$($(TOP)/tools/lab/kernel-env) clean; \
