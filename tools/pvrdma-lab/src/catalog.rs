@@ -1,6 +1,7 @@
 //! The guest tests: one shell script per test in `tests/guest/tests/`, whose
-//! header says what it checks (`# lab-about: ...`) and how long it may run in
-//! the guest (`# lab-timeout: SECONDS`).
+//! header says what it checks (`# lab-about: ...`), how long it may run in
+//! the guest (`# lab-timeout: SECONDS`) and what the guest's kernel command
+//! line needs beyond the lab's own (`# lab-kernel-args: kunit.enable=1`).
 
 use std::fs;
 use std::path::Path;
@@ -9,6 +10,8 @@ use std::path::Path;
 const DEFAULT_TIMEOUT_SECS: u64 = 300;
 /// The largest time limit a script may declare.
 const MAX_TIMEOUT_SECS: u64 = 3600;
+/// The most kernel arguments a script may add.
+const MAX_KERNEL_ARGS: usize = 8;
 
 /// One guest test.
 #[derive(Clone, Debug)]
@@ -19,6 +22,8 @@ pub struct GuestTest {
     pub about: String,
     /// How long the script may run in the guest, from `# lab-timeout:`.
     pub timeout_secs: u64,
+    /// Kernel command line arguments the test needs, from `# lab-kernel-args:`.
+    pub kernel_args: Vec<String>,
 }
 
 /// Whether `name` can name a test: it is passed on the guest's kernel command
@@ -55,28 +60,53 @@ pub fn discover(dir: &Path) -> Result<Vec<GuestTest>, String> {
         }
         let text = fs::read_to_string(&path)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        let (about, timeout_secs) =
-            parse_header(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let header = parse_header(&text).map_err(|e| format!("{}: {e}", path.display()))?;
         tests.push(GuestTest {
             name: name.to_string(),
-            about,
-            timeout_secs,
+            about: header.about,
+            timeout_secs: header.timeout_secs,
+            kernel_args: header.kernel_args,
         });
     }
     tests.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(tests)
 }
 
-/// The `# lab-about:` text and `# lab-timeout:` seconds of a script's header
-/// (the comment lines at its top).
-fn parse_header(text: &str) -> Result<(String, u64), String> {
-    let mut about = String::new();
-    let mut timeout = DEFAULT_TIMEOUT_SECS;
+/// What a script's header says.
+#[derive(Debug, PartialEq)]
+struct Header {
+    about: String,
+    timeout_secs: u64,
+    kernel_args: Vec<String>,
+}
+
+/// Whether `arg` may go on the guest's kernel command line as one argument:
+/// `name` or `name=value` in a restricted alphabet, so a script cannot split
+/// or quote its way into the lab's own arguments (`init=`, `lab.*`).
+fn valid_kernel_arg(arg: &str) -> bool {
+    let name = arg.split('=').next().unwrap_or_default();
+    !arg.is_empty()
+        && arg.len() <= 64
+        && !name.is_empty()
+        && name != "init"
+        && !name.starts_with("lab.")
+        && arg
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-=,".contains(&b))
+}
+
+/// The header (the comment lines at a script's top).
+fn parse_header(text: &str) -> Result<Header, String> {
+    let mut header = Header {
+        about: String::new(),
+        timeout_secs: DEFAULT_TIMEOUT_SECS,
+        kernel_args: Vec::new(),
+    };
     for line in text.lines().take_while(|l| l.starts_with('#')) {
         if let Some(value) = line.strip_prefix("# lab-about:") {
-            about = value.trim().to_string();
+            header.about = value.trim().to_string();
         } else if let Some(value) = line.strip_prefix("# lab-timeout:") {
-            timeout = value
+            header.timeout_secs = value
                 .trim()
                 .parse()
                 .ok()
@@ -87,9 +117,24 @@ fn parse_header(text: &str) -> Result<(String, u64), String> {
                         value.trim()
                     )
                 })?;
+        } else if let Some(value) = line.strip_prefix("# lab-kernel-args:") {
+            for arg in value.split_whitespace() {
+                if !valid_kernel_arg(arg) {
+                    return Err(format!(
+                        "lab-kernel-args: '{arg}' is not a kernel argument the lab passes \
+                         (name[=value] of letters, digits and ._-=, ; not init= or lab.*)"
+                    ));
+                }
+                header.kernel_args.push(arg.to_string());
+            }
+            if header.kernel_args.len() > MAX_KERNEL_ARGS {
+                return Err(format!(
+                    "lab-kernel-args: at most {MAX_KERNEL_ARGS} arguments"
+                ));
+            }
         }
     }
-    Ok((about, timeout))
+    Ok(header)
 }
 
 #[cfg(test)]
@@ -98,18 +143,51 @@ mod tests {
 
     #[test]
     fn header_fields() {
-        let text = "#!/bin/sh\n# lab-about: checks things\n# lab-timeout: 42\n. lib.sh\n# lab-timeout: 7\n";
-        assert_eq!(parse_header(text), Ok(("checks things".to_string(), 42)));
+        let text = "#!/bin/sh\n# lab-about: checks things\n# lab-timeout: 42\n# lab-kernel-args: kunit.enable=1 quiet\n. lib.sh\n# lab-timeout: 7\n";
+        assert_eq!(
+            parse_header(text),
+            Ok(Header {
+                about: "checks things".to_string(),
+                timeout_secs: 42,
+                kernel_args: vec!["kunit.enable=1".to_string(), "quiet".to_string()],
+            })
+        );
     }
 
     #[test]
     fn header_defaults_and_bad_timeout() {
         assert_eq!(
             parse_header("#!/bin/sh\necho\n"),
-            Ok((String::new(), DEFAULT_TIMEOUT_SECS))
+            Ok(Header {
+                about: String::new(),
+                timeout_secs: DEFAULT_TIMEOUT_SECS,
+                kernel_args: Vec::new(),
+            })
         );
         assert!(parse_header("# lab-timeout: 0\n").is_err());
         assert!(parse_header("# lab-timeout: soon\n").is_err());
+    }
+
+    #[test]
+    fn kernel_args_cannot_reach_the_lab_arguments() {
+        for bad in [
+            "init=/bin/sh",
+            "lab.test=other",
+            "a\"b",
+            "=1",
+            "x=$(reboot)",
+            "a;b",
+        ] {
+            assert!(
+                parse_header(&format!("# lab-kernel-args: {bad}\n")).is_err(),
+                "{bad}"
+            );
+        }
+        assert!(parse_header("# lab-kernel-args: a b c d e f g h i\n").is_err());
+        assert!(
+            parse_header("# lab-kernel-args: kunit.enable=1 kunit.filter_glob=rust_*\n").is_err()
+        );
+        assert!(parse_header("# lab-kernel-args: kunit.enable=1 loglevel=7\n").is_ok());
     }
 
     #[test]

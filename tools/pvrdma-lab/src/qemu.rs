@@ -27,6 +27,9 @@ pub struct Guest<'a> {
     pub test: &'a str,
     /// Its guest-side time limit.
     pub test_timeout_secs: u64,
+    /// Kernel arguments the test needs (checked by the catalog: no spaces or
+    /// quotes, never `init=` or `lab.*`).
+    pub kernel_args: &'a [String],
     /// The per-test results directory, shared writable with the guest.
     pub results_dir: &'a Path,
     /// The mux's socket, which QEMU's mad chardev connects to.
@@ -67,7 +70,7 @@ fn cmdline_path(path: &Path) -> Result<&str, String> {
 impl Guest<'_> {
     /// The kernel command line.
     pub fn append(&self) -> Result<String, String> {
-        Ok(format!(
+        let mut line = format!(
             "console=ttyS0 panic=-1 root=hostroot rootfstype=9p \
              rootflags=trans=virtio,version=9p2000.L,msize=262144,cache=loose ro \
              init={init} lab.model={model} lab.driver={driver} lab.module={module} lab.kdir={kdir} \
@@ -79,7 +82,12 @@ impl Guest<'_> {
             kdir = cmdline_path(self.kernel_dir)?,
             test = self.test,
             timeout = self.test_timeout_secs,
-        ))
+        );
+        for arg in self.kernel_args {
+            line.push(' ');
+            line.push_str(arg);
+        }
+        Ok(line)
     }
 
     /// The arguments after the QEMU binary.
@@ -188,6 +196,7 @@ mod tests {
             kernel_dir: Path::new("/k"),
             test: "ibv_devinfo",
             test_timeout_secs: 120,
+            kernel_args: &[],
             results_dir: results,
             mad_socket: Path::new("/tmp/s/mad.sock"),
             fabric_socket: Path::new("/tmp/s/fabric.sock"),

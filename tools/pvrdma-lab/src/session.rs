@@ -179,6 +179,7 @@ pub fn run(
         kernel_dir: &layout.kernel_dir,
         test: &test.name,
         test_timeout_secs: test.timeout_secs,
+        kernel_args: &test.kernel_args,
         results_dir: dir,
         mad_socket: &mad_socket,
         fabric_socket: &fabric_socket,
