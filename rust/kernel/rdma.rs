@@ -86,6 +86,40 @@ impl Gid {
     pub fn is_zero(&self) -> bool {
         self.0 == [0; 16]
     }
+
+    /// Whether the GID is a multicast address, as C's `rdma_is_multicast_addr()` says: an IPv6
+    /// multicast address (`ff00::/8`), or an IPv4 multicast address (`224.0.0.0/4`) in RoCE's
+    /// IPv4-mapped form (`::ffff:a.b.c.d`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use kernel::rdma::Gid;
+    ///
+    /// let mut ipv6 = [0u8; 16];
+    /// ipv6[0] = 0xff;
+    /// ipv6[1] = 0x02;
+    /// ipv6[15] = 1;
+    /// assert!(Gid(ipv6).is_multicast());
+    ///
+    /// let ipv4_mapped = |a: u8| {
+    ///     let mut g = [0u8; 16];
+    ///     g[10] = 0xff;
+    ///     g[11] = 0xff;
+    ///     g[12..].copy_from_slice(&[a, 0, 0, 1]);
+    ///     Gid(g)
+    /// };
+    /// assert!(ipv4_mapped(224).is_multicast());
+    /// assert!(ipv4_mapped(239).is_multicast());
+    /// assert!(!ipv4_mapped(192).is_multicast());
+    /// assert!(!ipv4_mapped(240).is_multicast());
+    /// assert!(!Gid::ZERO.is_multicast());
+    /// ```
+    pub fn is_multicast(&self) -> bool {
+        let g = &self.0;
+        let v4_mapped = g[..10] == [0; 10] && g[10] == 0xff && g[11] == 0xff;
+        g[0] == 0xff || (v4_mapped && g[12] & 0xf0 == 0xe0)
+    }
 }
 
 /// The kind of a GID (C's `enum ib_gid_type`).

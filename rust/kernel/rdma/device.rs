@@ -247,16 +247,6 @@ impl<'a, T: Operations> UnregisteredDevice<'a, T> {
         unsafe { (*self.raw()).node_guid = guid_be };
     }
 
-    /// Sizes the tables through which the device's handles of QPs, CQs and SRQs reach the live
-    /// objects (see [`Device::with_qp`]): a device handle `h` uses slot `h % size`, so the sizes
-    /// are usually the device's maximum object counts.
-    pub fn set_object_table_sizes(&mut self, qps: u32, cqs: u32, srqs: u32) -> Result {
-        let tables = self.device().tables();
-        tables.qp.resize(qps, GFP_KERNEL)?;
-        tables.cq.resize(cqs, GFP_KERNEL)?;
-        tables.srq.resize(srqs, GFP_KERNEL)
-    }
-
     /// Sets the number of physical ports (ports are numbered from 1).
     pub fn set_phys_port_cnt(&mut self, count: u32) {
         // SAFETY: As in `set_node_guid`.

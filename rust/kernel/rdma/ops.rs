@@ -964,10 +964,23 @@ impl<T: Operations> Adapter<T> {
             // SAFETY: The core passes a live QP of one of `T`'s devices.
             let (dev, qp) = unsafe { (Self::dev((*ibqp).device), Qp::<T>::from_raw(ibqp)) };
             let q = T::query_qp(dev, qp, mask as u32)?;
-            // SAFETY: The core passes both structs valid for writes.
+            // SAFETY: The core passes both structs valid for writes, and the live QP for reads.
             unsafe {
                 q.attr.write_raw(&mut *attr);
                 let init = &mut *init_attr;
+                // What the consumer created the QP with, as the core keeps it: its own event
+                // handler (the core installs a wrapper as `event_handler`), context, CQs, SRQ,
+                // type and port (which MODIFY_QP with IB_QP_PORT updates).
+                let ib = &*ibqp;
+                init.event_handler = ib.registered_event_handler;
+                init.qp_context = ib.qp_context;
+                init.send_cq = ib.send_cq;
+                init.recv_cq = ib.recv_cq;
+                init.srq = ib.srq;
+                init.xrcd = core::ptr::null_mut();
+                init.qp_type = ib.qp_type;
+                init.create_flags = 0;
+                init.port_num = ib.port;
                 init.cap.max_send_wr = q.init_cap.max_send_wr;
                 init.cap.max_recv_wr = q.init_cap.max_recv_wr;
                 init.cap.max_send_sge = q.init_cap.max_send_sge;

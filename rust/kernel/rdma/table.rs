@@ -9,24 +9,30 @@
 //! trampolines, so a driver can never reach a freed object through a handle: it only sees
 //! objects through [`Device::with_qp`](super::Device::with_qp) and friends, for the duration of a
 //! closure that runs under the table's lock.
+//!
+//! The table is keyed by the whole 32-bit handle, whatever values the device chooses (a device
+//! may hand out sparse numbers, such as a backend's QP numbers), and needs no size: it holds as
+//! many objects as the device lets the driver create. It is a red-black tree under an IRQ-safe
+//! spinlock rather than an `XArray`: lookups run in interrupt context (CQ notifications, and
+//! `poll_cq`, which kernel consumers may call from any context), where the `XArray`'s own lock,
+//! taken without disabling interrupts, could deadlock against a process-context holder; and the
+//! entries are pointers to objects the RDMA core owns, not values the table could own.
 
 use crate::{
-    alloc::{Flags, KVec},
+    alloc::flags::GFP_KERNEL,
     error::Result,
     prelude::*,
+    rbtree::{RBTree, RBTreeNode},
     sync::{LockClassKey, SpinLockIrq},
 };
 use core::ptr::NonNull;
 
-/// What a table slot holds: a C object that may be used from any thread.
-pub(super) struct Slot<C> {
-    index: u32,
-    obj: NonNull<C>,
-}
+/// What a table entry holds: a C object that may be used from any thread.
+struct Entry<C>(NonNull<C>);
 
 // SAFETY: The RDMA core's objects may be used from any thread; the table only hands the pointer
 // out under its lock, while the object is guaranteed live.
-unsafe impl<C> Send for Slot<C> {}
+unsafe impl<C> Send for Entry<C> {}
 
 /// The index of an object's entry in its device's table: the handle the device gave it.
 ///
@@ -36,51 +42,34 @@ pub trait TableIndex {
     fn table_index(&self) -> u32;
 }
 
-/// A table of live objects of C type `C`, indexed by device handle modulo the table size.
+/// A table of live objects of C type `C`, keyed by device handle.
 ///
 /// # Invariants
 ///
-/// Every pointer in `slots` is a live object whose data is initialised: it is inserted once the
+/// Every pointer in `entries` is a live object whose data is initialised: it is inserted once the
 /// object's creation succeeded and removed before its destruction starts.
 #[pin_data]
 pub(super) struct ObjectTable<C> {
     #[pin]
-    slots: SpinLockIrq<KVec<Option<Slot<C>>>>,
+    entries: SpinLockIrq<RBTree<u32, Entry<C>>>,
 }
 
 impl<C> ObjectTable<C> {
-    /// An empty table (of size 0: every insertion fails until [`Self::resize`]).
+    /// An empty table.
     ///
     /// Each kind of table needs its own lock class (`key`): the driver takes them in a fixed
     /// order (a CQ's table, then the CQ's own lock, then the QP table while polling), which
     /// lockdep can only check if the classes differ.
     pub(super) fn new(name: &'static CStr, key: Pin<&'static LockClassKey>) -> impl PinInit<Self> {
         pin_init!(Self {
-            slots <- SpinLockIrq::new(KVec::new(), name, key),
+            entries <- SpinLockIrq::new(RBTree::new(), name, key),
         })
     }
 
-    /// Makes the table `size` slots long. Only before the device is registered (when the table is
-    /// empty).
-    pub(super) fn resize(&self, size: u32, flags: Flags) -> Result {
-        let mut slots = KVec::with_capacity(size as usize, flags)?;
-        for _ in 0..size {
-            slots.push(None, flags)?;
-        }
-        let mut guard = self.slots.lock();
-        if guard.iter().any(Option::is_some) {
-            return Err(EBUSY);
-        }
-        *guard = slots;
-        Ok(())
-    }
-
-    fn slot(len: usize, index: u32) -> Option<usize> {
-        (len != 0).then(|| index as usize % len)
-    }
-
-    /// Enters `obj` under `index`. Fails with `EBUSY` if another live object has the slot (the
-    /// device handed out a handle twice), or `ENOSPC` if the table has no slots.
+    /// Enters `obj` under `index`. Fails with `EBUSY` if another live object has that handle (the
+    /// device handed it out twice), or `ENOMEM`.
+    ///
+    /// Sleeps (the entry is allocated before the lock is taken).
     ///
     /// # Safety
     ///
@@ -88,33 +77,90 @@ impl<C> ObjectTable<C> {
     /// called for it.
     pub(super) unsafe fn insert(&self, index: u32, obj: *mut C) -> Result {
         let obj = NonNull::new(obj).ok_or(EINVAL)?;
-        let mut slots = self.slots.lock();
-        let i = Self::slot(slots.len(), index).ok_or(ENOSPC)?;
-        if slots[i].is_some() {
+        let node = RBTreeNode::new(index, Entry(obj), GFP_KERNEL)?;
+        let mut entries = self.entries.lock();
+        if entries.get(&index).is_some() {
             return Err(EBUSY);
         }
         // INVARIANT: Guaranteed by the caller.
-        slots[i] = Some(Slot { index, obj });
+        entries.insert(node);
         Ok(())
     }
 
-    /// Removes `obj` from slot `index` if it is there.
+    /// Removes `obj` from the table if it is there under `index`.
     pub(super) fn remove(&self, index: u32, obj: *mut C) {
-        let mut slots = self.slots.lock();
-        if let Some(i) = Self::slot(slots.len(), index) {
-            if slots[i].as_ref().is_some_and(|s| s.obj.as_ptr() == obj) {
-                slots[i] = None;
-            }
-        }
+        let mut entries = self.entries.lock();
+        let removed = if entries.get(&index).is_some_and(|e| e.0.as_ptr() == obj) {
+            entries.remove_node(&index)
+        } else {
+            None
+        };
+        drop(entries);
+        // The node is freed outside the lock.
+        drop(removed);
     }
 
     /// Runs `f` on the object under `index`, if any, with the table locked (interrupts off): the
     /// object cannot go away while `f` runs, and `f` must not sleep.
     pub(super) fn with<R>(&self, index: u32, f: impl FnOnce(*mut C) -> R) -> Option<R> {
-        let slots = self.slots.lock();
-        let i = Self::slot(slots.len(), index)?;
-        // A handle that maps to the slot of another object names nothing.
-        let slot = slots[i].as_ref().filter(|s| s.index == index)?;
-        Some(f(slot.obj.as_ptr()))
+        let entries = self.entries.lock();
+        let entry = entries.get(&index)?;
+        Some(f(entry.0.as_ptr()))
+    }
+}
+
+#[cfg(CONFIG_RUST_INFINIBAND_KUNIT_TEST)]
+#[macros::kunit_tests(rust_rdma_object_table)]
+mod tests {
+    use super::*;
+
+    fn table() -> Result<Pin<KBox<ObjectTable<u64>>>> {
+        KBox::pin_init(
+            ObjectTable::new(crate::c_str!("test"), crate::static_lock_class!()),
+            GFP_KERNEL,
+        )
+    }
+
+    fn value_of(t: &ObjectTable<u64>, index: u32) -> Option<u64> {
+        // SAFETY: The tests only insert pointers to locals that outlive the table.
+        t.with(index, |p| unsafe { *p })
+    }
+
+    /// Handles that a size-based table would put in one slot (equal modulo a power of two, or
+    /// beyond 16 bits) name different objects.
+    #[test]
+    fn sparse_handles() -> Result {
+        let mut objs = [10u64, 20, 30, 40];
+        let t = table()?;
+        let handles = [0x11u32, 0x11 + 1024, 0x11 + 65536, u32::MAX];
+        for (h, o) in handles.iter().zip(objs.iter_mut()) {
+            // SAFETY: `objs` outlives `t` (declared before it).
+            unsafe { t.insert(*h, o) }?;
+        }
+        for (h, o) in handles.iter().zip([10u64, 20, 30, 40]) {
+            assert_eq!(value_of(&t, *h), Some(o));
+        }
+        assert_eq!(value_of(&t, 0x12), None);
+        Ok(())
+    }
+
+    /// A handle given twice is refused; removal needs the right object and frees the handle.
+    #[test]
+    fn duplicate_and_remove() -> Result {
+        let mut a = 1u64;
+        let mut b = 2u64;
+        let t = table()?;
+        // SAFETY: `a` and `b` outlive `t` (declared before it).
+        unsafe { t.insert(7, &mut a) }?;
+        // SAFETY: As above.
+        assert_eq!(unsafe { t.insert(7, &mut b) }, Err(EBUSY));
+        t.remove(7, &mut b);
+        assert_eq!(value_of(&t, 7), Some(1));
+        t.remove(7, &mut a);
+        assert_eq!(value_of(&t, 7), None);
+        // SAFETY: As above.
+        unsafe { t.insert(7, &mut b) }?;
+        assert_eq!(value_of(&t, 7), Some(2));
+        Ok(())
     }
 }

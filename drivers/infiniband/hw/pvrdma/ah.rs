@@ -20,7 +20,7 @@ pub(crate) struct Ah {
 /// Creates an AH (see [`rdma::Operations::create_ah`]).
 pub(crate) fn create(dev: &rdma::Device<IbDev>, pd: &rdma::Pd<IbDev>, attr: &AhAttr) -> Result<Ah> {
     // RoCE: every path is global, and multicast is not supported.
-    if attr.ah_flags & AH_GRH == 0 || !attr.roce || attr.dgid.0[0] == 0xff {
+    if attr.ah_flags & AH_GRH == 0 || !attr.roce || attr.dgid.is_multicast() {
         return Err(EINVAL);
     }
     let port = u8::try_from(attr.port_num).map_err(|_| EINVAL)?;

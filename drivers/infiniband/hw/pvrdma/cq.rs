@@ -215,7 +215,16 @@ pub(crate) fn poll(
             Ok(Some(cqe)) => {
                 budget -= 1;
                 // A completion of a QP destroyed meanwhile names nothing: dropped.
-                sink.push((cqe.qp & 0xffff) as u32, |qp| {
+                let Some(qp_handle) = qp_handle_of(&cqe) else {
+                    kernel::pr_warn_once!(
+                        "{}: CQ {}: dropped a completion of QP handle {:#x}, beyond 32 bits\n",
+                        dev.hw.name(),
+                        cq.handle,
+                        cqe.qp
+                    );
+                    continue;
+                };
+                sink.push(qp_handle, |qp| {
                     let wr_id = crate::qp::completed_wr_id(qp, cq.handle, &cqe);
                     if wr_id.is_none() {
                         kernel::pr_warn_once!(
@@ -271,12 +280,20 @@ pub(crate) fn flush_qp(dev: &rdma::Device<IbDev>, cq: &rdma::Cq<IbDev>, qp_handl
     if let CqRing::Kernel(ring) = &cq.ring {
         if ring
             .lock()
-            .retain(|cqe| (cqe.qp & 0xffff) as u32 != qp_handle)
+            .retain(|cqe| qp_handle_of(cqe) != Some(qp_handle))
             .is_err()
         {
             pr_err!("{}: CQ {} ring state invalid\n", dev.hw.name(), cq.handle);
         }
     }
+}
+
+/// The device handle of the QP a CQE names: the whole field, compared with the handle the device
+/// gave the QP at creation. QEMU's device model hands out its backend's QP numbers, which need not
+/// fit in 16 bits; the C driver keeps only the low 16 bits, which names another QP or none for
+/// such numbers.
+fn qp_handle_of(cqe: &Cqe) -> Option<u32> {
+    u32::try_from(cqe.qp).ok()
 }
 
 /// The device's handle of a CQ.

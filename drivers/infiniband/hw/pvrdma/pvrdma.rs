@@ -89,6 +89,9 @@ impl pci::Driver for Pvrdma {
 
     const ID_TABLE: pci::IdTable<Self::IdInfo> = &PCI_TABLE;
     const DMA_MASK: Option<DmaMask> = Some(DmaMask::new::<64>());
+    // The device takes pages through page directories, whatever the segments: large segments
+    // only make pinned user memory's scatterlists shorter (as the C driver sets it).
+    const DMA_MAX_SEG_SIZE: Option<u32> = Some(u32::MAX);
 
     fn probe<'bound>(
         pdev: &'bound pci::Device<Core<'_>>,
@@ -187,14 +190,6 @@ impl Pvrdma {
         ibdev.set_phys_port_cnt(PORT);
         ibdev.set_num_comp_vectors(1);
         ibdev.set_node_type_ca();
-        // Handles index the tables modulo their size; the C driver sizes them by the device's maxima
-        // too, but a table never needs more than 2^16 entries (QP handles are 16 bits in CQEs).
-        let table = |max: u32| max.min(1 << 16);
-        ibdev.set_object_table_sizes(
-            table(caps.max_qp),
-            table(caps.max_cq),
-            table(caps.max_srq),
-        )?;
         ibdev.set_netdev(PORT, &netdev)?;
         let ib = ibdev.register(c"vmw_pvrdma%d", Some(events.clone()))?;
 
