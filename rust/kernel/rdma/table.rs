@@ -22,7 +22,7 @@ use crate::{
     alloc::flags::GFP_KERNEL,
     error::Result,
     prelude::*,
-    rbtree::{RBTree, RBTreeNode},
+    rbtree::{RBTree, RBTreeNodeReservation},
     sync::{LockClassKey, SpinLockIrq},
 };
 use core::ptr::NonNull;
@@ -33,6 +33,9 @@ struct Entry<C>(NonNull<C>);
 // SAFETY: The RDMA core's objects may be used from any thread; the table only hands the pointer
 // out under its lock, while the object is guaranteed live.
 unsafe impl<C> Send for Entry<C> {}
+
+/// A table entry allocated ahead of the object it will hold (see [`ObjectTable::reserve`]).
+pub(super) struct Reservation<C>(RBTreeNodeReservation<u32, Entry<C>>);
 
 /// The index of an object's entry in its device's table: the handle the device gave it.
 ///
@@ -66,20 +69,26 @@ impl<C> ObjectTable<C> {
         })
     }
 
-    /// Enters `obj` under `index`. Fails with `EBUSY` if another live object has that handle (the
-    /// device handed it out twice), or `ENOMEM`.
-    ///
-    /// Sleeps (the entry is allocated before the lock is taken).
+    /// Allocates an entry, to be filled by [`Self::insert`]: creating an object reserves its
+    /// entry first, so that nothing but a duplicate handle can fail once the device has the
+    /// object.
+    pub(super) fn reserve(&self) -> Result<Reservation<C>> {
+        Ok(Reservation(RBTreeNodeReservation::new(GFP_KERNEL)?))
+    }
+
+    /// Enters `obj` under `index`, in the entry `entry`. Fails with `EBUSY` if another live
+    /// object has that handle (the device handed it out twice).
     ///
     /// # Safety
     ///
     /// `obj` must be a live object with initialised data that stays so until [`Self::remove`] is
     /// called for it.
-    pub(super) unsafe fn insert(&self, index: u32, obj: *mut C) -> Result {
+    pub(super) unsafe fn insert(&self, entry: Reservation<C>, index: u32, obj: *mut C) -> Result {
         let obj = NonNull::new(obj).ok_or(EINVAL)?;
-        let node = RBTreeNode::new(index, Entry(obj), GFP_KERNEL)?;
+        let node = entry.0.into_node(index, Entry(obj));
         let mut entries = self.entries.lock();
         if entries.get(&index).is_some() {
+            drop(entries);
             return Err(EBUSY);
         }
         // INVARIANT: Guaranteed by the caller.
@@ -135,7 +144,7 @@ mod tests {
         let handles = [0x11u32, 0x11 + 1024, 0x11 + 65536, u32::MAX];
         for (h, o) in handles.iter().zip(objs.iter_mut()) {
             // SAFETY: `objs` outlives `t` (declared before it).
-            unsafe { t.insert(*h, o) }?;
+            unsafe { t.insert(t.reserve()?, *h, o) }?;
         }
         for (h, o) in handles.iter().zip([10u64, 20, 30, 40]) {
             assert_eq!(value_of(&t, *h), Some(o));
@@ -151,15 +160,15 @@ mod tests {
         let mut b = 2u64;
         let t = table()?;
         // SAFETY: `a` and `b` outlive `t` (declared before it).
-        unsafe { t.insert(7, &mut a) }?;
+        unsafe { t.insert(t.reserve()?, 7, &mut a) }?;
         // SAFETY: As above.
-        assert_eq!(unsafe { t.insert(7, &mut b) }, Err(EBUSY));
+        assert_eq!(unsafe { t.insert(t.reserve()?, 7, &mut b) }, Err(EBUSY));
         t.remove(7, &mut b);
         assert_eq!(value_of(&t, 7), Some(1));
         t.remove(7, &mut a);
         assert_eq!(value_of(&t, 7), None);
         // SAFETY: As above.
-        unsafe { t.insert(7, &mut b) }?;
+        unsafe { t.insert(t.reserve()?, 7, &mut b) }?;
         assert_eq!(value_of(&t, 7), Some(2));
         Ok(())
     }

@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Trampolines of completion queues.
+
+use super::super::{
+    cq::{CqInitAttr, NotifyFlags, WcSink},
+    objects::Cq,
+};
+use super::tabled::CqKind;
+use super::{Adapter, Operations};
+use crate::{bindings, error::from_result, ffi::c_int, prelude::*};
+
+impl<T: Operations> Adapter<T> {
+    /// The C callback.
+    ///
+    /// # Safety
+    ///
+    /// Only the C side calls it, with the arguments it documents for this callback.
+    pub(super) unsafe extern "C" fn create_cq(
+        ibcq: *mut bindings::ib_cq,
+        attr: *const bindings::ib_cq_init_attr,
+        attrs: *mut bindings::uverbs_attr_bundle,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: The core passes a CQ it allocated with `size_ib_cq` bytes for one of
+            // `T`'s devices, valid attributes, and a bundle that is NULL for kernel callers.
+            let (dev, attr, (ctx, udata)) = unsafe {
+                (
+                    Self::dev((*ibcq).device),
+                    CqInitAttr::from_raw(attr),
+                    Self::user(bindings::uverbs_attr_bundle_udata(attrs)),
+                )
+            };
+            let create = || {
+                let (data, cqe) = T::create_cq(dev, attr, ctx, udata)?;
+                // SAFETY: The core reads the number of entries once the creation succeeded.
+                unsafe { (*ibcq).cqe = cqe.min(i32::MAX as u32) as i32 };
+                Ok(data)
+            };
+            // SAFETY: The core allocated the CQ for `dev`; its data is not initialised.
+            unsafe { Self::create_tabled::<CqKind<T>>(dev, ibcq, create) }?;
+            Ok(0)
+        })
+    }
+
+    /// The C callback.
+    ///
+    /// # Safety
+    ///
+    /// Only the C side calls it, with the arguments it documents for this callback.
+    pub(super) unsafe extern "C" fn destroy_cq(
+        ibcq: *mut bindings::ib_cq,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        // SAFETY: The core only destroys CQs whose creation succeeded, once.
+        unsafe { Self::destroy_tabled::<CqKind<T>>(Self::dev((*ibcq).device), ibcq) };
+        0
+    }
+
+    /// The C callback.
+    ///
+    /// # Safety
+    ///
+    /// Only the C side calls it, with the arguments it documents for this callback.
+    pub(super) unsafe extern "C" fn poll_cq(
+        ibcq: *mut bindings::ib_cq,
+        num: c_int,
+        wc: *mut bindings::ib_wc,
+    ) -> c_int {
+        from_result(|| {
+            let cap = usize::try_from(num).map_err(|_| EINVAL)?;
+            // SAFETY: The core passes a live CQ of one of `T`'s devices and room for `num`
+            // completions.
+            let (dev, cq, mut sink) = unsafe {
+                let dev = Self::dev((*ibcq).device);
+                (dev, Cq::<T>::from_raw(ibcq), WcSink::new(dev, wc, cap))
+            };
+            T::poll_cq(dev, cq, &mut sink)?;
+            Ok(sink.len() as c_int)
+        })
+    }
+
+    /// The C callback.
+    ///
+    /// # Safety
+    ///
+    /// Only the C side calls it, with the arguments it documents for this callback.
+    pub(super) unsafe extern "C" fn req_notify_cq(
+        ibcq: *mut bindings::ib_cq,
+        flags: bindings::ib_cq_notify_flags,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: The core passes a live CQ of one of `T`'s devices.
+            let (dev, cq) = unsafe { (Self::dev((*ibcq).device), Cq::<T>::from_raw(ibcq)) };
+            Ok(c_int::from(T::req_notify_cq(
+                dev,
+                cq,
+                NotifyFlags::from_raw(flags),
+            )?))
+        })
+    }
+}
