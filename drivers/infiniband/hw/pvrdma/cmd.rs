@@ -89,6 +89,7 @@ impl CmdChannel {
     /// the response, after checking that it answers this request with `resp_code` and no error.
     pub(crate) fn run<C, R>(
         &self,
+        dev: &Device,
         regs: &Regs,
         (code, resp_code): (u32, u32),
         body: &C,
@@ -125,21 +126,30 @@ impl CmdChannel {
             bar.read32(REG_ERR)
         };
         if err != 0 {
-            pr_warn!("command {} refused by the device (error {})\n", code, err);
+            dev_warn!(
+                dev,
+                "command {} refused by the device (error {})\n",
+                code,
+                err
+            );
             return Err(EIO);
         }
-        let rhdr = self.wait_response(*seq, code).inspect_err(|e| {
+        let rhdr = self.wait_response(dev, *seq, code).inspect_err(|e| {
             if *e == ETIMEDOUT {
                 // Declared dead under the channel's mutex, so no command starts after the reset.
                 self.dead.store(true, Ordering::Relaxed);
-                pr_err!("the device stopped answering commands: resetting it, no more commands\n");
+                dev_err!(
+                    dev,
+                    "the device stopped answering commands: resetting it, no more commands\n"
+                );
                 if let Some(bar) = regs.try_access() {
                     bar.write32(CTL_RESET, REG_CTL);
                 }
             }
         })?;
         if rhdr.ack != resp_code {
-            pr_warn!(
+            dev_warn!(
+                dev,
                 "command {}: unexpected response {:#x} (expected {:#x})\n",
                 code,
                 rhdr.ack,
@@ -148,7 +158,8 @@ impl CmdChannel {
             return Err(EIO);
         }
         if rhdr.err != 0 {
-            pr_warn!(
+            dev_warn!(
+                dev,
                 "command {} failed in the device (error {})\n",
                 code,
                 rhdr.err
@@ -161,13 +172,13 @@ impl CmdChannel {
     /// Waits until the response slot answers sequence number `seq`, for at most
     /// [`CMD_TIMEOUT_MS`] in all. Signals left over from an earlier command (whose response
     /// came after it gave up) are consumed on the way.
-    fn wait_response(&self, seq: u64, code: u32) -> Result<RespHdr> {
+    fn wait_response(&self, dev: &Device, seq: u64, code: u32) -> Result<RespHdr> {
         let mut left = msecs_to_jiffies(CMD_TIMEOUT_MS);
         loop {
             match self.done.wait_for_completion_timeout(left) {
                 Ok(rest) => left = rest,
                 Err(e) => {
-                    pr_warn!("command {}: no response from the device\n", code);
+                    dev_warn!(dev, "command {}: no response from the device\n", code);
                     return Err(e);
                 }
             }

@@ -6,7 +6,7 @@
 //! states, access flags, attribute masks); what differs is converted here, and what the device
 //! hands back is checked on the way in.
 
-use crate::abi_verbs::{self, wc_opcode as dev_wc, wr_opcode as dev_wr};
+use crate::abi::{self, wc_opcode as dev_wc, wr_opcode as dev_wr};
 use kernel::rdma::{self, wc_opcode as ib_wc, wr_opcode as ib_wr, AhAttr, Gid, QpAttr, QpCap};
 
 /// The core's completion opcode for the device's (C's `pvrdma_wc_opcode_to_ib`).
@@ -27,7 +27,7 @@ pub(crate) fn wc_opcode_to_ib(op: u32) -> u32 {
 
 /// The core's completion flags for the device's: the same bits, unknown ones dropped.
 pub(crate) fn wc_flags_to_ib(flags: u32) -> u32 {
-    use abi_verbs::wc_flags::*;
+    use abi::wc_flags::*;
     let known = GRH
         | WITH_IMM
         | WITH_INVALIDATE
@@ -44,7 +44,7 @@ pub(crate) fn wc_flags_to_ib(flags: u32) -> u32 {
 /// 0, the core has IB at 0 and RoCE v1, IPv4, IPv6 from 1. The device is RoCE only, so its 0 is
 /// RoCE v1; anything unknown is taken for IPv6, as C does.
 pub(crate) fn network_type_to_ib(t: u8) -> u8 {
-    use abi_verbs::network_type as dev;
+    use abi::network_type as dev;
     use rdma::network_type as ib;
     match t {
         dev::ROCE_V1 => ib::ROCE_V1,
@@ -71,10 +71,10 @@ pub(crate) fn wr_opcode_to_pvrdma(op: u32) -> Option<u32> {
 }
 
 /// The device's address vector for the core's (C's `rdma_ah_attr_to_pvrdma`).
-pub(crate) fn ah_attr_to_pvrdma(a: &AhAttr) -> abi_verbs::AhAttr {
-    abi_verbs::AhAttr {
-        grh: abi_verbs::GlobalRoute {
-            dgid: abi_verbs::Gid { raw: a.dgid.0 },
+pub(crate) fn ah_attr_to_pvrdma(a: &AhAttr) -> abi::AhAttr {
+    abi::AhAttr {
+        grh: abi::GlobalRoute {
+            dgid: abi::Gid { raw: a.dgid.0 },
             flow_label: a.flow_label,
             sgid_index: a.sgid_index,
             hop_limit: a.hop_limit,
@@ -91,7 +91,7 @@ pub(crate) fn ah_attr_to_pvrdma(a: &AhAttr) -> abi_verbs::AhAttr {
 }
 
 /// The core's address vector for the device's (C's `pvrdma_ah_attr_to_rdma`).
-pub(crate) fn ah_attr_from_pvrdma(a: &abi_verbs::AhAttr) -> AhAttr {
+pub(crate) fn ah_attr_from_pvrdma(a: &abi::AhAttr) -> AhAttr {
     AhAttr {
         dgid: Gid(a.grh.dgid.raw),
         flow_label: a.grh.flow_label,
@@ -107,8 +107,8 @@ pub(crate) fn ah_attr_from_pvrdma(a: &abi_verbs::AhAttr) -> AhAttr {
     }
 }
 
-fn cap_to_pvrdma(c: &QpCap) -> abi_verbs::QpCap {
-    abi_verbs::QpCap {
+fn cap_to_pvrdma(c: &QpCap) -> abi::QpCap {
+    abi::QpCap {
         max_send_wr: c.max_send_wr,
         max_recv_wr: c.max_recv_wr,
         max_send_sge: c.max_send_sge,
@@ -119,7 +119,7 @@ fn cap_to_pvrdma(c: &QpCap) -> abi_verbs::QpCap {
 }
 
 /// The core's queue sizes for the device's.
-pub(crate) fn cap_from_pvrdma(c: &abi_verbs::QpCap) -> QpCap {
+pub(crate) fn cap_from_pvrdma(c: &abi::QpCap) -> QpCap {
     QpCap {
         max_send_wr: c.max_send_wr,
         max_recv_wr: c.max_recv_wr,
@@ -135,8 +135,8 @@ fn port_u8(port: u32) -> u8 {
 }
 
 /// The device's QP attributes for the core's (C's `pvrdma_modify_qp` body).
-pub(crate) fn qp_attr_to_pvrdma(a: &QpAttr) -> abi_verbs::QpAttr {
-    abi_verbs::QpAttr {
+pub(crate) fn qp_attr_to_pvrdma(a: &QpAttr) -> abi::QpAttr {
+    abi::QpAttr {
         qp_state: a.qp_state,
         cur_qp_state: a.cur_qp_state,
         path_mtu: a.path_mtu,
@@ -168,7 +168,7 @@ pub(crate) fn qp_attr_to_pvrdma(a: &QpAttr) -> abi_verbs::QpAttr {
 
 /// The core's QP attributes for what the device reports; an unknown state is reported as the
 /// error state.
-pub(crate) fn qp_attr_from_pvrdma(a: &abi_verbs::QpAttr) -> QpAttr {
+pub(crate) fn qp_attr_from_pvrdma(a: &abi::QpAttr) -> QpAttr {
     let state = |s: u32| {
         if s <= rdma::qp_state::ERR {
             s

@@ -5,9 +5,9 @@
 
 use crate::{
     abi::PAGE_DIR_MAX_PAGES,
-    abi_verbs::*,
+    abi::*,
     convert::{network_type_to_ib, wc_flags_to_ib, wc_opcode_to_ib},
-    ib::IbDev,
+    device::IbDev,
     pdir::PageDir,
     ring::DeviceRing,
 };
@@ -31,7 +31,8 @@ enum CqRing {
 
 /// A CQ: the device's handle and its ring.
 pub(crate) struct Cq {
-    handle: u32,
+    /// The device's handle (what CQ notifications and QP commands name it by).
+    pub(crate) handle: u32,
     ring: CqRing,
 }
 
@@ -39,133 +40,6 @@ impl TableIndex for Cq {
     fn table_index(&self) -> u32 {
         self.handle
     }
-}
-
-/// Creates a CQ (see [`rdma::Operations::create_cq`]).
-pub(crate) fn create(
-    dev: &rdma::Device<IbDev>,
-    attr: &CqInitAttr,
-    ctx: Option<&UserContext<IbDev>>,
-    udata: Option<&mut UData>,
-) -> Result<(Cq, u32)> {
-    if attr.flags() != 0 {
-        return Err(EOPNOTSUPP);
-    }
-    if attr.cqe() == 0 {
-        return Err(EINVAL);
-    }
-    let entries = attr.cqe().checked_next_power_of_two().ok_or(EINVAL)?;
-    if entries > dev.caps.max_cqe {
-        return Err(EINVAL);
-    }
-    let reservation = dev.counts.cqs.take(dev.caps.max_cq)?;
-    let pdev = dev.parent();
-
-    let (ring, pdir_dma, npages, user_reply) = match udata {
-        Some(udata) => {
-            let req: UserCreateCq = udata.read()?;
-            // The ring state is at the start of the first page the device maps.
-            if req.buf_addr % PAGE_SIZE as u64 != 0 {
-                return Err(EINVAL);
-            }
-            let umem = Umem::get(
-                dev,
-                udata,
-                req.buf_addr,
-                req.buf_size.into(),
-                access::LOCAL_WRITE,
-            )?;
-            if umem.num_pages() > PAGE_DIR_MAX_PAGES {
-                return Err(EINVAL);
-            }
-            let pdir = PageDir::for_user(pdev, &[&umem])?;
-            let (dma, n) = (pdir.dma_handle(), pdir.npages());
-            (
-                CqRing::User {
-                    _pdir: pdir,
-                    _umem: umem,
-                },
-                dma,
-                n,
-                Some(udata),
-            )
-        }
-        None => {
-            // One extra page for the ring state.
-            let npages = 1 + (entries as usize * core::mem::size_of::<Cqe>()).div_ceil(PAGE_SIZE);
-            let npages = u32::try_from(npages).map_err(|_| EINVAL)?;
-            let ring = DeviceRing::<Cqe>::with_slots(pdev, npages, entries)?;
-            let dma = ring.pdir().dma_handle();
-            let ring = KBox::pin_init(new_spinlock_irq!(ring, "pvrdma::Cq::ring"), GFP_KERNEL)?;
-            (CqRing::Kernel(ring), dma, npages as usize, None)
-        }
-    };
-
-    let cmd = CmdCreateCq {
-        pdir_dma,
-        ctx_handle: ctx.map_or(0, |c| c.ctx_handle),
-        cqe: entries,
-        nchunks: npages as u32,
-        ..Default::default()
-    };
-    let resp: RespCreateCq = dev.hw.command(opcode_verbs::CREATE_CQ, &cmd)?;
-    let mut cq = Cq {
-        handle: resp.cq_handle,
-        ring,
-    };
-    // The device's ring size is what both sides index with: it must fit what was allocated.
-    let checked = match &mut cq.ring {
-        CqRing::Kernel(ring) => ring.lock().shrink_to(resp.cqe),
-        CqRing::User { .. } => {
-            if resp.cqe == 0 || resp.cqe > entries {
-                Err(EIO)
-            } else {
-                Ok(())
-            }
-        }
-    };
-    if let Err(e) = checked {
-        pr_warn!(
-            "{}: device gave CQ {} an invalid size {}\n",
-            dev.hw.name(),
-            resp.cq_handle,
-            resp.cqe
-        );
-        // The room is given back by `destroy`, once.
-        reservation.keep();
-        destroy(dev, cq);
-        return Err(e);
-    }
-    if let Some(udata) = user_reply {
-        let reply = UserCreateCqResp {
-            cqn: cq.handle,
-            reserved: 0,
-        };
-        if let Err(e) = udata.write(&reply) {
-            // The room is given back by `destroy`, once.
-            reservation.keep();
-            destroy(dev, cq);
-            return Err(e);
-        }
-    }
-    reservation.keep();
-    Ok((cq, resp.cqe))
-}
-
-/// Destroys a CQ in the device; its memory goes with `cq`.
-pub(crate) fn destroy(dev: &rdma::Device<IbDev>, cq: Cq) {
-    let cmd = CmdDestroyCq {
-        cq_handle: cq.handle,
-        ..Default::default()
-    };
-    dev.hw.destroy_object::<_, crate::abi::RespNoop>(
-        opcode_verbs::DESTROY_CQ,
-        &cmd,
-        "CQ",
-        cq.handle,
-    );
-    dev.counts.cqs.release();
-    drop(cq);
 }
 
 /// Converts a device completion into the RDMA core's, with the caller's `wr_id`.
@@ -195,99 +69,6 @@ fn work_completion(cqe: &Cqe, wr_id: u64) -> WorkCompletion {
     }
 }
 
-/// Moves completions of a kernel CQ into `sink` (see [`rdma::Operations::poll_cq`]).
-pub(crate) fn poll(
-    dev: &rdma::Device<IbDev>,
-    cq: &rdma::Cq<IbDev>,
-    sink: &mut WcSink<'_, IbDev>,
-) -> Result {
-    let CqRing::Kernel(ring) = &cq.ring else {
-        return Err(EINVAL);
-    };
-    let ring = ring.lock();
-    let mut polled_device = false;
-    // At most one ring's worth of entries per call: completions of unknown QPs take no room in
-    // the sink, and a device refilling the ring must not keep this loop going with interrupts
-    // off. The consumer polls again for the rest.
-    let mut budget = ring.slots();
-    while sink.has_room() && budget > 0 {
-        match ring.pop() {
-            Ok(Some(cqe)) => {
-                budget -= 1;
-                // A completion of a QP destroyed meanwhile names nothing: dropped.
-                let Some(qp_handle) = qp_handle_of(&cqe) else {
-                    kernel::pr_warn_once!(
-                        "{}: CQ {}: dropped a completion of QP handle {:#x}, beyond 32 bits\n",
-                        dev.hw.name(),
-                        cq.handle,
-                        cqe.qp
-                    );
-                    continue;
-                };
-                sink.push(qp_handle, |qp| {
-                    let wr_id = crate::qp::completed_wr_id(qp, cq.handle, &cqe);
-                    if wr_id.is_none() {
-                        kernel::pr_warn_once!(
-                            "{}: CQ {}: dropped a completion its QP cannot have (wr_id {:#x})\n",
-                            dev.hw.name(),
-                            cq.handle,
-                            cqe.wr_id
-                        );
-                    }
-                    wr_id.map(|wr_id| work_completion(&cqe, wr_id))
-                });
-            }
-            Ok(None) if !polled_device => {
-                // Ask the device to flush what it has, once.
-                dev.hw.ring_cq_doorbell(cq.handle | UAR_CQ_POLL);
-                polled_device = true;
-            }
-            Ok(None) => break,
-            Err(e) => {
-                pr_err!("{}: CQ {} ring state invalid\n", dev.hw.name(), cq.handle);
-                return Err(e);
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Arms a kernel CQ (see [`rdma::Operations::req_notify_cq`]).
-pub(crate) fn req_notify(
-    dev: &rdma::Device<IbDev>,
-    cq: &rdma::Cq<IbDev>,
-    flags: rdma::NotifyFlags,
-) -> Result<bool> {
-    let CqRing::Kernel(ring) = &cq.ring else {
-        return Err(EINVAL);
-    };
-    let arm = if flags.solicited_only() {
-        UAR_CQ_ARM_SOL
-    } else {
-        UAR_CQ_ARM
-    };
-    let ring = ring.lock();
-    dev.hw.ring_cq_doorbell(cq.handle | arm);
-    if flags.report_missed_events() {
-        return ring.has_data();
-    }
-    Ok(false)
-}
-
-/// Drops the completions of the QP with device handle `qp_handle` from a kernel CQ, so that
-/// they cannot be taken for completions of a later QP with the same handle.
-pub(crate) fn flush_qp(dev: &rdma::Device<IbDev>, cq: &rdma::Cq<IbDev>, qp_handle: u32) {
-    if let CqRing::Kernel(ring) = &cq.ring {
-        if ring
-            .lock()
-            .retain(|cqe| qp_handle_of(cqe) != Some(qp_handle))
-            .is_err()
-        {
-            pr_err!("{}: CQ {} ring state invalid\n", dev.hw.name(), cq.handle);
-        }
-    }
-}
-
 /// The device handle of the QP a CQE names: the whole field, compared with the handle the device
 /// gave the QP at creation. QEMU's device model hands out its backend's QP numbers, which need not
 /// fit in 16 bits; the C driver keeps only the low 16 bits, which names another QP or none for
@@ -296,7 +77,221 @@ fn qp_handle_of(cqe: &Cqe) -> Option<u32> {
     u32::try_from(cqe.qp).ok()
 }
 
-/// The device's handle of a CQ.
-pub(crate) fn handle(cq: &rdma::Cq<IbDev>) -> u32 {
-    cq.handle
+impl Cq {
+    /// Creates a CQ (see [`rdma::Operations::create_cq`]).
+    pub(crate) fn new(
+        dev: &rdma::Device<IbDev>,
+        attr: &CqInitAttr,
+        ctx: Option<&UserContext<IbDev>>,
+        udata: Option<&mut UData>,
+    ) -> Result<(Cq, u32)> {
+        if attr.flags() != 0 {
+            return Err(EOPNOTSUPP);
+        }
+        if attr.cqe() == 0 {
+            return Err(EINVAL);
+        }
+        let entries = attr.cqe().checked_next_power_of_two().ok_or(EINVAL)?;
+        if entries > dev.caps.max_cqe {
+            return Err(EINVAL);
+        }
+        let reservation = dev.counts.cqs.take(dev.caps.max_cq)?;
+        let pdev = dev.parent();
+
+        let (ring, pdir_dma, npages, user_reply) = match udata {
+            Some(udata) => {
+                let req: UserCreateCq = udata.read()?;
+                // The ring state is at the start of the first page the device maps.
+                if req.buf_addr % PAGE_SIZE as u64 != 0 {
+                    return Err(EINVAL);
+                }
+                let umem = Umem::get(
+                    dev,
+                    udata,
+                    req.buf_addr,
+                    req.buf_size.into(),
+                    access::LOCAL_WRITE,
+                )?;
+                if umem.num_pages() > PAGE_DIR_MAX_PAGES {
+                    return Err(EINVAL);
+                }
+                let pdir = PageDir::for_user(pdev, &[&umem])?;
+                let (dma, n) = (pdir.dma_handle(), pdir.npages());
+                (
+                    CqRing::User {
+                        _pdir: pdir,
+                        _umem: umem,
+                    },
+                    dma,
+                    n,
+                    Some(udata),
+                )
+            }
+            None => {
+                // One extra page for the ring state.
+                let npages =
+                    1 + (entries as usize * core::mem::size_of::<Cqe>()).div_ceil(PAGE_SIZE);
+                let npages = u32::try_from(npages).map_err(|_| EINVAL)?;
+                let ring = DeviceRing::<Cqe>::with_slots(pdev, npages, entries)?;
+                let dma = ring.pdir().dma_handle();
+                let ring = KBox::pin_init(new_spinlock_irq!(ring, "pvrdma::Cq::ring"), GFP_KERNEL)?;
+                (CqRing::Kernel(ring), dma, npages as usize, None)
+            }
+        };
+
+        let cmd = CmdCreateCq {
+            pdir_dma,
+            ctx_handle: ctx.map_or(0, |c| c.ctx_handle),
+            cqe: entries,
+            nchunks: npages as u32,
+            ..Default::default()
+        };
+        let resp: RespCreateCq = dev.hw.command(opcode_verbs::CREATE_CQ, &cmd)?;
+        let mut cq = Cq {
+            handle: resp.cq_handle,
+            ring,
+        };
+        // The device's ring size is what both sides index with: it must fit what was allocated.
+        let checked = match &mut cq.ring {
+            CqRing::Kernel(ring) => ring.lock().shrink_to(resp.cqe),
+            CqRing::User { .. } => {
+                if resp.cqe == 0 || resp.cqe > entries {
+                    Err(EIO)
+                } else {
+                    Ok(())
+                }
+            }
+        };
+        if let Err(e) = checked {
+            dev_warn!(
+                dev.hw.dev(),
+                "device gave CQ {} an invalid size {}\n",
+                resp.cq_handle,
+                resp.cqe
+            );
+            // The room is given back by `destroy`, once.
+            reservation.keep();
+            cq.destroy(dev);
+            return Err(e);
+        }
+        if let Some(udata) = user_reply {
+            let reply = UserCreateCqResp {
+                cqn: cq.handle,
+                reserved: 0,
+            };
+            if let Err(e) = udata.write(&reply) {
+                // The room is given back by `destroy`, once.
+                reservation.keep();
+                cq.destroy(dev);
+                return Err(e);
+            }
+        }
+        reservation.keep();
+        Ok((cq, resp.cqe))
+    }
+
+    /// Destroys a CQ in the device; its memory goes with `cq`.
+    pub(crate) fn destroy(self, dev: &rdma::Device<IbDev>) {
+        let cmd = CmdDestroyCq {
+            cq_handle: self.handle,
+            ..Default::default()
+        };
+        dev.hw.destroy_object::<_, crate::abi::RespNoop>(
+            opcode_verbs::DESTROY_CQ,
+            &cmd,
+            "CQ",
+            self.handle,
+        );
+        dev.counts.cqs.release();
+        drop(self);
+    }
+
+    /// Moves completions of a kernel CQ into `sink` (see [`rdma::Operations::poll_cq`]).
+    pub(crate) fn poll(&self, dev: &rdma::Device<IbDev>, sink: &mut WcSink<'_, IbDev>) -> Result {
+        let CqRing::Kernel(ring) = &self.ring else {
+            return Err(EINVAL);
+        };
+        let ring = ring.lock();
+        let mut polled_device = false;
+        // At most one ring's worth of entries per call: completions of unknown QPs take no room in
+        // the sink, and a device refilling the ring must not keep this loop going with interrupts
+        // off. The consumer polls again for the rest.
+        let mut budget = ring.slots();
+        while sink.has_room() && budget > 0 {
+            match ring.pop() {
+                Ok(Some(cqe)) => {
+                    budget -= 1;
+                    // A completion of a QP destroyed meanwhile names nothing: dropped.
+                    let Some(qp_handle) = qp_handle_of(&cqe) else {
+                        kernel::pr_warn_once!(
+                            "{}: CQ {}: dropped a completion of QP handle {:#x}, beyond 32 bits\n",
+                            dev.hw.name(),
+                            self.handle,
+                            cqe.qp
+                        );
+                        continue;
+                    };
+                    sink.push(qp_handle, |qp| {
+                        let wr_id = qp.completed_wr_id(self.handle, &cqe);
+                        if wr_id.is_none() {
+                            kernel::pr_warn_once!(
+                            "{}: CQ {}: dropped a completion its QP cannot have (wr_id {:#x})\n",
+                            dev.hw.name(),
+                            self.handle,
+                            cqe.wr_id
+                        );
+                        }
+                        wr_id.map(|wr_id| work_completion(&cqe, wr_id))
+                    });
+                }
+                Ok(None) if !polled_device => {
+                    // Ask the device to flush what it has, once.
+                    dev.hw.ring_cq_doorbell(self.handle | UAR_CQ_POLL);
+                    polled_device = true;
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    dev_err!(dev.hw.dev(), "CQ {} ring state invalid\n", self.handle);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Arms a kernel CQ (see [`rdma::Operations::req_notify_cq`]).
+    pub(crate) fn req_notify(
+        &self,
+        dev: &rdma::Device<IbDev>,
+        flags: rdma::NotifyFlags,
+    ) -> Result<bool> {
+        let CqRing::Kernel(ring) = &self.ring else {
+            return Err(EINVAL);
+        };
+        let arm = if flags.solicited_only() {
+            UAR_CQ_ARM_SOL
+        } else {
+            UAR_CQ_ARM
+        };
+        let ring = ring.lock();
+        dev.hw.ring_cq_doorbell(self.handle | arm);
+        if flags.report_missed_events() {
+            return ring.has_data();
+        }
+        Ok(false)
+    }
+
+    /// Drops the completions of the QP with device handle `qp_handle` from a kernel CQ, so that
+    /// they cannot be taken for completions of a later QP with the same handle.
+    pub(crate) fn flush_qp(&self, dev: &rdma::Device<IbDev>, qp_handle: u32) {
+        if let CqRing::Kernel(ring) = &self.ring {
+            if ring
+                .lock()
+                .retain(|cqe| qp_handle_of(cqe) != Some(qp_handle))
+                .is_err()
+            {
+                dev_err!(dev.hw.dev(), "CQ {} ring state invalid\n", self.handle);
+            }
+        }
+    }
 }

@@ -203,20 +203,25 @@ impl Hw {
     /// Rings the kernel's CQ doorbell: `value` is a CQ handle with `UAR_CQ_*` bits.
     pub(crate) fn ring_cq_doorbell(&self, value: u32) {
         if let Some(uar) = self.uar.try_access() {
-            uar.write32(value, crate::abi_verbs::UAR_CQ_OFFSET);
+            uar.write32(value, crate::abi::UAR_CQ_OFFSET);
         }
     }
 
     /// Rings the kernel's QP doorbell: `value` is a QP handle with `UAR_QP_*` bits.
     pub(crate) fn ring_qp_doorbell(&self, value: u32) {
         if let Some(uar) = self.uar.try_access() {
-            uar.write32(value, crate::abi_verbs::UAR_QP_OFFSET);
+            uar.write32(value, crate::abi::UAR_QP_OFFSET);
         }
     }
 
     /// The device's name, for messages.
     pub(crate) fn name(&self) -> &CStr {
         self.pdev.as_ref().name()
+    }
+
+    /// The PCI function as a generic device, for `dev_*!` messages.
+    pub(crate) fn dev(&self) -> &kernel::device::Device {
+        self.pdev.as_ref()
     }
 
     /// The registers, or `ENXIO` once the device is unbound. The guard holds an RCU read lock:
@@ -250,7 +255,7 @@ impl Hw {
         code: (u32, u32),
         body: &C,
     ) -> Result<R> {
-        self.cmd.run(&self.regs.0, code, body)
+        self.cmd.run(self.dev(), &self.regs.0, code, body)
     }
 
     /// Runs the command that destroys the object `what` (with device handle `handle`) in the

@@ -3,10 +3,10 @@
 //! Interrupt handlers: command responses, async events, CQ notifications.
 
 use crate::{
+    abi::event_verbs,
     abi::{event, Eqe, INTR_CAUSE_RESPONSE, PORT, REG_ICR},
-    abi_verbs::event_verbs,
+    device::IbDev,
     hw::Hw,
-    ib::IbDev,
 };
 use kernel::{
     io::Io,
@@ -106,7 +106,7 @@ impl AsyncEventIrq {
             eqe.info
         };
         if port != PORT {
-            pr_warn!("{}: event on port {}\n", self.hw.name(), port);
+            dev_warn!(self.hw.dev(), "event on port {}\n", port);
             return;
         }
         self.events.dispatch_port_event(port, ev);

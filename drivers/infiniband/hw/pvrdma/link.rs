@@ -56,15 +56,10 @@ impl Notifier for LinkWatcher {
                 let mut netdev = self.hw.netdev.lock();
                 if netdev.is_none() && ndev.is_child_of(self.vmxnet3.as_ref()) {
                     if let Err(e) = self.events.set_netdev(PORT, Some(ndev)) {
-                        pr_warn!(
-                            "{}: cannot attach {}: {:?}\n",
-                            self.hw.name(),
-                            ndev.name(),
-                            e
-                        );
+                        dev_warn!(self.hw.dev(), "cannot attach {}: {:?}\n", ndev.name(), e);
                         return;
                     }
-                    pr_info!("{}: paired device to {}\n", self.hw.name(), ndev.name());
+                    dev_info!(self.hw.dev(), "paired device to {}\n", ndev.name());
                     *netdev = Some(ndev.into());
                 }
             }
@@ -77,10 +72,7 @@ impl Notifier for LinkWatcher {
             }
             Event::Up if self.is_ours(ndev) => {
                 if self.hw.control(CTL_UNQUIESCE).is_err() {
-                    pr_err!(
-                        "{}: failed to activate device during link up\n",
-                        self.hw.name()
-                    );
+                    dev_err!(self.hw.dev(), "failed to activate device during link up\n");
                 } else {
                     self.events.dispatch_port_event(PORT, PortEvent::Active);
                 }

@@ -12,16 +12,14 @@
 #![forbid(unsafe_code)]
 
 mod abi;
-// The whole device ABI is transcribed, including what this driver does not use (yet).
-#[allow(dead_code)]
-mod abi_verbs;
 mod ah;
 mod cmd;
+mod context;
 mod convert;
 mod counts;
 mod cq;
+mod device;
 mod hw;
-mod ib;
 mod intr;
 mod link;
 mod mem;
@@ -31,11 +29,12 @@ mod qp;
 mod ring;
 mod srq;
 mod uar;
+mod verbs;
 mod wq;
 
 use abi::*;
+use device::IbDev;
 use hw::{Hw, InterruptsEnabled, NAME};
-use ib::IbDev;
 use intr::{AsyncEventIrq, CqNotifyIrq, ResponseIrq};
 use kernel::{
     device::Core,

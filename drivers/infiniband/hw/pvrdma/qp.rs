@@ -6,9 +6,9 @@
 
 use crate::{
     abi::PAGE_DIR_MAX_PAGES,
-    abi_verbs::{self, *},
-    convert::{cap_from_pvrdma, qp_attr_from_pvrdma, qp_attr_to_pvrdma, wr_opcode_to_pvrdma},
-    ib::IbDev,
+    abi::{self, *},
+    convert::{cap_from_pvrdma, qp_attr_from_pvrdma, qp_attr_to_pvrdma},
+    device::IbDev,
     pdir::PageDir,
     wq::{Side, WorkQueue},
 };
@@ -21,11 +21,13 @@ use kernel::{
     page::PAGE_SIZE,
     prelude::*,
     rdma::{
-        self, qp_attr_mask as mask, qp_state, PostError, QpAttr, QpCap, QpInitAttr, QpQuery,
-        QpType, RecvWrs, SendWrs, TableIndex, UData, Umem, UserContext,
+        self, qp_attr_mask as mask, qp_state, QpAttr, QpCap, QpInitAttr, QpQuery, QpType,
+        TableIndex, UData, Umem, UserContext,
     },
     sync::{Mutex, SpinLockIrq},
 };
+
+mod post;
 
 /// Where a QP's rings live.
 enum QpRings {
@@ -90,14 +92,14 @@ fn kernel_sizes(dev: &IbDev, req: &QpCap, srq: bool) -> Result<KernelSizes> {
     let sq_wr = pow2(req.max_send_wr)?;
     let sq_sge = pow2(req.max_send_sge)?;
     let sq_wqe_size =
-        (size_of::<SqWqeHdr>() + size_of::<abi_verbs::Sge>() * sq_sge as usize).next_power_of_two();
+        (size_of::<SqWqeHdr>() + size_of::<abi::Sge>() * sq_sge as usize).next_power_of_two();
     let (rq_wr, rq_sge) = if srq {
         (0, 0)
     } else {
         (pow2(req.max_recv_wr)?, pow2(req.max_recv_sge)?)
     };
     let rq_wqe_size =
-        (size_of::<RqWqeHdr>() + size_of::<abi_verbs::Sge>() * rq_sge as usize).next_power_of_two();
+        (size_of::<RqWqeHdr>() + size_of::<abi::Sge>() * rq_sge as usize).next_power_of_two();
     // A work queue entry never straddles two pages.
     if sq_wqe_size > PAGE_SIZE || rq_wqe_size > PAGE_SIZE {
         return Err(EINVAL);
@@ -120,288 +122,321 @@ fn kernel_sizes(dev: &IbDev, req: &QpCap, srq: bool) -> Result<KernelSizes> {
     })
 }
 
-/// Creates a QP (see [`rdma::Operations::create_qp`]).
-pub(crate) fn create(
-    dev: &rdma::Device<IbDev>,
-    pd: &rdma::Pd<IbDev>,
-    attr: &mut QpInitAttr<IbDev>,
-    _ctx: Option<&UserContext<IbDev>>,
-    udata: Option<&mut UData>,
-) -> Result<(Qp, u32)> {
-    if attr.create_flags() != 0 {
-        return Err(EOPNOTSUPP);
-    }
-    let qp_type = attr.qp_type();
-    let type_code = match qp_type {
-        QpType::Rc => abi_verbs::qp_type::RC,
-        QpType::Ud => abi_verbs::qp_type::UD,
-        QpType::Gsi => abi_verbs::qp_type::GSI,
-        _ => return Err(EOPNOTSUPP),
-    };
-    let srq = attr.srq();
-    if srq.is_some() && dev.caps.max_srq == 0 {
-        return Err(EINVAL);
-    }
-    if qp_type == QpType::Gsi && attr.port_num() != crate::abi::PORT {
-        return Err(EINVAL);
-    }
-    let (Some(send_cq), Some(recv_cq)) = (attr.send_cq(), attr.recv_cq()) else {
-        return Err(EINVAL);
-    };
-    let reservation = dev.counts.qps.take(dev.caps.max_qp)?;
-    let pdev = dev.parent();
-    let mut cap = attr.cap();
-
-    let (rings, total_pages, send_pages) = match &udata {
-        Some(udata) => {
-            // The provider sizes its rings itself; the device must be able to take them.
-            let caps = &dev.caps;
-            if cap.max_send_wr > caps.max_qp_wr
-                || cap.max_recv_wr > caps.max_qp_wr
-                || cap.max_send_sge > caps.max_sge
-                || cap.max_recv_sge > caps.max_sge
-            {
-                return Err(EINVAL);
-            }
-            let req: UserCreateQp = udata.read()?;
-            // The ring state is at the start of the first page the device maps.
-            if req.sbuf_addr % PAGE_SIZE as u64 != 0 || req.rbuf_addr % PAGE_SIZE as u64 != 0 {
-                return Err(EINVAL);
-            }
-            // Providers that know QP handles must have room for the reply that carries them.
-            if dev.hw.version >= VERSION_QPHANDLE && udata.out_len() < size_of::<UserCreateQpResp>()
-            {
-                return Err(EOPNOTSUPP);
-            }
-            // The device writes the ring state (the consumer index) in the first page.
-            const WRITABLE: u32 = rdma::access::LOCAL_WRITE;
-            let recv = match srq {
-                None => Some(Umem::get(
-                    dev,
-                    udata,
-                    req.rbuf_addr,
-                    req.rbuf_size.into(),
-                    WRITABLE,
-                )?),
-                Some(_) => None,
-            };
-            let send = Umem::get(dev, udata, req.sbuf_addr, req.sbuf_size.into(), WRITABLE)?;
-            let send_pages = send.num_pages();
-            let mut umems: KVec<&Umem> = KVec::new();
-            umems.push(&send, GFP_KERNEL)?;
-            if let Some(r) = &recv {
-                umems.push(r, GFP_KERNEL)?;
-            }
-            let pdir = PageDir::for_user(pdev, &umems)?;
-            let total = pdir.npages();
-            drop(umems);
-            (
-                QpRings::User {
-                    _pdir: pdir,
-                    _send: send,
-                    _recv: recv,
-                },
-                total,
-                send_pages,
-            )
+impl Qp {
+    /// Creates a QP (see [`rdma::Operations::create_qp`]).
+    pub(crate) fn new(
+        dev: &rdma::Device<IbDev>,
+        pd: &rdma::Pd<IbDev>,
+        attr: &mut QpInitAttr<IbDev>,
+        _ctx: Option<&UserContext<IbDev>>,
+        udata: Option<&mut UData>,
+    ) -> Result<(Qp, u32)> {
+        if attr.create_flags() != 0 {
+            return Err(EOPNOTSUPP);
         }
-        None => {
-            let sizes = kernel_sizes(dev, &cap, srq.is_some())?;
-            let total = sizes.send_pages + sizes.recv_pages;
-            if total > PAGE_DIR_MAX_PAGES {
-                return Err(EINVAL);
-            }
-            let pdir = PageDir::new(pdev, total)?;
-            let sq = WorkQueue::new(
-                Side::Send,
-                0,
-                QP_NUM_HEADER_PAGES as usize * PAGE_SIZE,
-                sizes.cap.max_send_wr,
-                sizes.cap.max_send_sge,
-                sizes.sq_wqe_size,
-            )?;
-            let sq = KBox::pin_init(new_spinlock_irq!(sq, "pvrdma::Qp::sq"), GFP_KERNEL)?;
-            let rq = if srq.is_none() {
-                let rq = WorkQueue::new(
-                    Side::Recv,
-                    size_of::<crate::abi::RingIndexes>(),
-                    sizes.send_pages * PAGE_SIZE,
-                    sizes.cap.max_recv_wr,
-                    sizes.cap.max_recv_sge,
-                    sizes.rq_wqe_size,
-                )?;
-                Some(KBox::pin_init(
-                    new_spinlock_irq!(rq, "pvrdma::Qp::rq"),
-                    GFP_KERNEL,
-                )?)
-            } else {
-                None
-            };
-            cap = sizes.cap;
-            (QpRings::Kernel { pdir, sq, rq }, total, sizes.send_pages)
-        }
-    };
-    if total_pages > PAGE_DIR_MAX_PAGES || send_pages < QP_NUM_HEADER_PAGES as usize {
-        return Err(EINVAL);
-    }
-    // Inline data is not supported.
-    cap.max_inline_data = 0;
-
-    let pdir_dma = match &rings {
-        QpRings::User { _pdir, .. } => _pdir.dma_handle(),
-        QpRings::Kernel { pdir, .. } => pdir.dma_handle(),
-    };
-    let cmd = CmdCreateQp {
-        pdir_dma,
-        pd_handle: pd.handle,
-        send_cq_handle: crate::cq::handle(send_cq),
-        recv_cq_handle: crate::cq::handle(recv_cq),
-        srq_handle: srq.map_or(0, crate::srq::handle),
-        max_send_wr: cap.max_send_wr,
-        max_recv_wr: cap.max_recv_wr,
-        max_send_sge: cap.max_send_sge,
-        max_recv_sge: cap.max_recv_sge,
-        max_inline_data: cap.max_inline_data,
-        lkey: 0,
-        access_flags: rdma::access::LOCAL_WRITE,
-        total_chunks: u16::try_from(total_pages).map_err(|_| EINVAL)?,
-        send_chunks: u16::try_from(send_pages - QP_NUM_HEADER_PAGES as usize)
-            .map_err(|_| EINVAL)?,
-        sq_sig_all: attr.sq_sig_all().into(),
-        qp_type: type_code,
-        is_srq: srq.is_some().into(),
-        ..Default::default()
-    };
-    let (qpn, handle) = if dev.hw.version >= VERSION_QPHANDLE {
-        let resp: RespCreateQpV2 = dev.hw.command(opcode_verbs::CREATE_QP, &cmd)?;
-        (resp.qpn, resp.qp_handle)
-    } else {
-        let resp: RespCreateQp = dev.hw.command(opcode_verbs::CREATE_QP, &cmd)?;
-        (resp.qpn, resp.qpn)
-    };
-    let qp = Qp {
-        handle,
-        qp_type,
-        state: AtomicU32::new(qp_state::RESET),
-        modify: KBox::pin_init(new_mutex!((), "pvrdma::Qp::modify"), GFP_KERNEL)?,
-        qkey: AtomicU32::new(0),
-        port: attr.port_num(),
-        cap,
-        cqs: (crate::cq::handle(send_cq), crate::cq::handle(recv_cq)),
-        rings,
-    };
-    // Completions name their QP by the low 16 bits of its handle.
-    if handle > 0xffff {
-        pr_warn!(
-            "{}: device gave a QP handle {:#x} beyond 16 bits\n",
-            dev.hw.name(),
-            handle
-        );
-        // The room is given back by `destroy`, once.
-        reservation.keep();
-        destroy(dev, qp);
-        return Err(EIO);
-    }
-    // User QPs keep the sizes their provider chose; no QP gets inline data.
-    attr.set_cap(&cap);
-    if let Some(udata) = udata {
-        let reply = UserCreateQpResp {
-            qpn,
-            qp_handle: handle,
+        let qp_type = attr.qp_type();
+        let type_code = match qp_type {
+            QpType::Rc => abi::qp_type::RC,
+            QpType::Ud => abi::qp_type::UD,
+            QpType::Gsi => abi::qp_type::GSI,
+            _ => return Err(EOPNOTSUPP),
         };
-        // Providers of devices before version 20 know only the QP number, which is then also
-        // the handle: they get the part of the reply they have room for.
-        if let Err(e) = udata.write_prefix(&reply) {
+        let srq = attr.srq();
+        if srq.is_some() && dev.caps.max_srq == 0 {
+            return Err(EINVAL);
+        }
+        if qp_type == QpType::Gsi && attr.port_num() != crate::abi::PORT {
+            return Err(EINVAL);
+        }
+        let (Some(send_cq), Some(recv_cq)) = (attr.send_cq(), attr.recv_cq()) else {
+            return Err(EINVAL);
+        };
+        let reservation = dev.counts.qps.take(dev.caps.max_qp)?;
+        let pdev = dev.parent();
+        let mut cap = attr.cap();
+
+        let (rings, total_pages, send_pages) = match &udata {
+            Some(udata) => {
+                // The provider sizes its rings itself; the device must be able to take them.
+                let caps = &dev.caps;
+                if cap.max_send_wr > caps.max_qp_wr
+                    || cap.max_recv_wr > caps.max_qp_wr
+                    || cap.max_send_sge > caps.max_sge
+                    || cap.max_recv_sge > caps.max_sge
+                {
+                    return Err(EINVAL);
+                }
+                let req: UserCreateQp = udata.read()?;
+                // The ring state is at the start of the first page the device maps.
+                if req.sbuf_addr % PAGE_SIZE as u64 != 0 || req.rbuf_addr % PAGE_SIZE as u64 != 0 {
+                    return Err(EINVAL);
+                }
+                // Providers that know QP handles must have room for the reply that carries them.
+                if dev.hw.version >= VERSION_QPHANDLE
+                    && udata.out_len() < size_of::<UserCreateQpResp>()
+                {
+                    return Err(EOPNOTSUPP);
+                }
+                // The device writes the ring state (the consumer index) in the first page.
+                const WRITABLE: u32 = rdma::access::LOCAL_WRITE;
+                let recv = match srq {
+                    None => Some(Umem::get(
+                        dev,
+                        udata,
+                        req.rbuf_addr,
+                        req.rbuf_size.into(),
+                        WRITABLE,
+                    )?),
+                    Some(_) => None,
+                };
+                let send = Umem::get(dev, udata, req.sbuf_addr, req.sbuf_size.into(), WRITABLE)?;
+                let send_pages = send.num_pages();
+                let mut umems: KVec<&Umem> = KVec::new();
+                umems.push(&send, GFP_KERNEL)?;
+                if let Some(r) = &recv {
+                    umems.push(r, GFP_KERNEL)?;
+                }
+                let pdir = PageDir::for_user(pdev, &umems)?;
+                let total = pdir.npages();
+                drop(umems);
+                (
+                    QpRings::User {
+                        _pdir: pdir,
+                        _send: send,
+                        _recv: recv,
+                    },
+                    total,
+                    send_pages,
+                )
+            }
+            None => {
+                let sizes = kernel_sizes(dev, &cap, srq.is_some())?;
+                let total = sizes.send_pages + sizes.recv_pages;
+                if total > PAGE_DIR_MAX_PAGES {
+                    return Err(EINVAL);
+                }
+                let pdir = PageDir::new(pdev, total)?;
+                let sq = WorkQueue::new(
+                    Side::Send,
+                    0,
+                    QP_NUM_HEADER_PAGES as usize * PAGE_SIZE,
+                    sizes.cap.max_send_wr,
+                    sizes.cap.max_send_sge,
+                    sizes.sq_wqe_size,
+                )?;
+                let sq = KBox::pin_init(new_spinlock_irq!(sq, "pvrdma::Qp::sq"), GFP_KERNEL)?;
+                let rq = if srq.is_none() {
+                    let rq = WorkQueue::new(
+                        Side::Recv,
+                        size_of::<crate::abi::RingIndexes>(),
+                        sizes.send_pages * PAGE_SIZE,
+                        sizes.cap.max_recv_wr,
+                        sizes.cap.max_recv_sge,
+                        sizes.rq_wqe_size,
+                    )?;
+                    Some(KBox::pin_init(
+                        new_spinlock_irq!(rq, "pvrdma::Qp::rq"),
+                        GFP_KERNEL,
+                    )?)
+                } else {
+                    None
+                };
+                cap = sizes.cap;
+                (QpRings::Kernel { pdir, sq, rq }, total, sizes.send_pages)
+            }
+        };
+        if total_pages > PAGE_DIR_MAX_PAGES || send_pages < QP_NUM_HEADER_PAGES as usize {
+            return Err(EINVAL);
+        }
+        // Inline data is not supported.
+        cap.max_inline_data = 0;
+
+        let pdir_dma = match &rings {
+            QpRings::User { _pdir, .. } => _pdir.dma_handle(),
+            QpRings::Kernel { pdir, .. } => pdir.dma_handle(),
+        };
+        let cmd = CmdCreateQp {
+            pdir_dma,
+            pd_handle: pd.handle,
+            send_cq_handle: send_cq.handle,
+            recv_cq_handle: recv_cq.handle,
+            srq_handle: srq.map_or(0, |srq| srq.handle),
+            max_send_wr: cap.max_send_wr,
+            max_recv_wr: cap.max_recv_wr,
+            max_send_sge: cap.max_send_sge,
+            max_recv_sge: cap.max_recv_sge,
+            max_inline_data: cap.max_inline_data,
+            lkey: 0,
+            access_flags: rdma::access::LOCAL_WRITE,
+            total_chunks: u16::try_from(total_pages).map_err(|_| EINVAL)?,
+            send_chunks: u16::try_from(send_pages - QP_NUM_HEADER_PAGES as usize)
+                .map_err(|_| EINVAL)?,
+            sq_sig_all: attr.sq_sig_all().into(),
+            qp_type: type_code,
+            is_srq: srq.is_some().into(),
+            ..Default::default()
+        };
+        let (qpn, handle) = if dev.hw.version >= VERSION_QPHANDLE {
+            let resp: RespCreateQpV2 = dev.hw.command(opcode_verbs::CREATE_QP, &cmd)?;
+            (resp.qpn, resp.qp_handle)
+        } else {
+            let resp: RespCreateQp = dev.hw.command(opcode_verbs::CREATE_QP, &cmd)?;
+            (resp.qpn, resp.qpn)
+        };
+        let qp = Qp {
+            handle,
+            qp_type,
+            state: AtomicU32::new(qp_state::RESET),
+            modify: KBox::pin_init(new_mutex!((), "pvrdma::Qp::modify"), GFP_KERNEL)?,
+            qkey: AtomicU32::new(0),
+            port: attr.port_num(),
+            cap,
+            cqs: (send_cq.handle, recv_cq.handle),
+            rings,
+        };
+        // Completions name their QP by the low 16 bits of its handle.
+        if handle > 0xffff {
+            dev_warn!(
+                dev.hw.dev(),
+                "device gave a QP handle {:#x} beyond 16 bits\n",
+                handle
+            );
             // The room is given back by `destroy`, once.
             reservation.keep();
-            destroy(dev, qp);
-            return Err(e);
+            qp.destroy(dev);
+            return Err(EIO);
         }
+        // User QPs keep the sizes their provider chose; no QP gets inline data.
+        attr.set_cap(&cap);
+        if let Some(udata) = udata {
+            let reply = UserCreateQpResp {
+                qpn,
+                qp_handle: handle,
+            };
+            // Providers of devices before version 20 know only the QP number, which is then also
+            // the handle: they get the part of the reply they have room for.
+            if let Err(e) = udata.write_prefix(&reply) {
+                // The room is given back by `destroy`, once.
+                reservation.keep();
+                qp.destroy(dev);
+                return Err(e);
+            }
+        }
+        reservation.keep();
+        Ok((qp, qpn))
     }
-    reservation.keep();
-    Ok((qp, qpn))
-}
 
-/// Destroys a QP in the device; its memory goes with `qp`.
-pub(crate) fn destroy(dev: &rdma::Device<IbDev>, qp: Qp) {
-    let cmd = CmdDestroyQp {
-        qp_handle: qp.handle,
-        ..Default::default()
-    };
-    dev.hw
-        .destroy_object::<_, RespDestroyQp>(opcode_verbs::DESTROY_QP, &cmd, "QP", qp.handle);
-    // The device produces no more completions for the QP: drop those not polled yet.
-    flush_cqs(dev, &qp);
-    dev.counts.qps.release();
-    drop(qp);
-}
+    /// Destroys a QP in the device; its memory goes with `qp`.
+    pub(crate) fn destroy(self, dev: &rdma::Device<IbDev>) {
+        let cmd = CmdDestroyQp {
+            qp_handle: self.handle,
+            ..Default::default()
+        };
+        dev.hw.destroy_object::<_, RespDestroyQp>(
+            opcode_verbs::DESTROY_QP,
+            &cmd,
+            "QP",
+            self.handle,
+        );
+        // The device produces no more completions for the QP: drop those not polled yet.
+        flush_cqs(dev, &self);
+        dev.counts.qps.release();
+        drop(self);
+    }
 
-/// Modifies a QP (see [`rdma::Operations::modify_qp`]).
-pub(crate) fn modify(
-    dev: &rdma::Device<IbDev>,
-    qp: &rdma::Qp<IbDev>,
-    attr: &QpAttr,
-    attr_mask: u32,
-) -> Result {
-    if attr_mask & !mask::STANDARD_BITS != 0 {
-        return Err(EOPNOTSUPP);
+    /// Modifies a QP (see [`rdma::Operations::modify_qp`]).
+    pub(crate) fn modify(
+        &self,
+        dev: &rdma::Device<IbDev>,
+        attr: &QpAttr,
+        attr_mask: u32,
+    ) -> Result {
+        if attr_mask & !mask::STANDARD_BITS != 0 {
+            return Err(EOPNOTSUPP);
+        }
+        let _guard = self.modify.lock();
+        let cur = if attr_mask & mask::CUR_STATE != 0 {
+            attr.cur_qp_state
+        } else {
+            self.state.load(Ordering::Relaxed)
+        };
+        let next = if attr_mask & mask::STATE != 0 {
+            attr.qp_state
+        } else {
+            cur
+        };
+        if !rdma::modify_qp_is_ok(cur, next, self.qp_type, attr_mask) {
+            return Err(EINVAL);
+        }
+        if attr_mask & mask::PORT != 0 && attr.port_num != crate::abi::PORT {
+            return Err(EINVAL);
+        }
+        if attr_mask & mask::MIN_RNR_TIMER != 0 && attr.min_rnr_timer > 31 {
+            return Err(EINVAL);
+        }
+        if attr_mask & mask::PKEY_INDEX != 0
+            && u32::from(attr.pkey_index) >= u32::from(dev.caps.max_pkeys)
+        {
+            return Err(EINVAL);
+        }
+        check_attr_ranges(attr, attr_mask)?;
+        if attr_mask & mask::QKEY != 0 {
+            self.qkey.store(attr.qkey, Ordering::Relaxed);
+        }
+        if cur == next && cur == qp_state::RESET {
+            return Ok(());
+        }
+        let cmd = CmdModifyQp {
+            qp_handle: self.handle,
+            attr_mask,
+            attrs: qp_attr_to_pvrdma(attr),
+            ..Default::default()
+        };
+        let _: crate::abi::RespNoop = dev.hw.command(opcode_verbs::MODIFY_QP, &cmd)?;
+        self.state.store(next, Ordering::Relaxed);
+        if next == qp_state::RESET {
+            // A QP back in RESET has no work: what it completed before must not be polled as
+            // completions of the work posted after it is reused (C's `pvrdma_reset_qp`).
+            flush_cqs(dev, self);
+            reset_rings(self);
+        }
+        Ok(())
     }
-    let _guard = qp.modify.lock();
-    let cur = if attr_mask & mask::CUR_STATE != 0 {
-        attr.cur_qp_state
-    } else {
-        qp.state.load(Ordering::Relaxed)
-    };
-    let next = if attr_mask & mask::STATE != 0 {
-        attr.qp_state
-    } else {
-        cur
-    };
-    if !rdma::modify_qp_is_ok(cur, next, qp.qp_type, attr_mask) {
-        return Err(EINVAL);
+
+    /// Queries a QP (see [`rdma::Operations::query_qp`]).
+    pub(crate) fn query(&self, dev: &rdma::Device<IbDev>, attr_mask: u32) -> Result<QpQuery> {
+        let _guard = self.modify.lock();
+        let mut q = QpQuery {
+            init_cap: self.cap,
+            ..Default::default()
+        };
+        if self.state.load(Ordering::Relaxed) == qp_state::RESET {
+            q.attr.qp_state = qp_state::RESET;
+            q.attr.cap = self.cap;
+            q.attr.port_num = self.port;
+            return Ok(q);
+        }
+        let cmd = CmdQueryQp {
+            qp_handle: self.handle,
+            attr_mask,
+            ..Default::default()
+        };
+        let resp: RespQueryQp = dev.hw.command(opcode_verbs::QUERY_QP, &cmd)?;
+        q.attr = qp_attr_from_pvrdma(&resp.attrs);
+        q.attr.cur_qp_state = q.attr.qp_state;
+        q.init_cap = cap_from_pvrdma(&resp.attrs.cap);
+        self.state.store(q.attr.qp_state, Ordering::Relaxed);
+        Ok(q)
     }
-    if attr_mask & mask::PORT != 0 && attr.port_num != crate::abi::PORT {
-        return Err(EINVAL);
-    }
-    if attr_mask & mask::MIN_RNR_TIMER != 0 && attr.min_rnr_timer > 31 {
-        return Err(EINVAL);
-    }
-    if attr_mask & mask::PKEY_INDEX != 0
-        && u32::from(attr.pkey_index) >= u32::from(dev.caps.max_pkeys)
-    {
-        return Err(EINVAL);
-    }
-    check_attr_ranges(attr, attr_mask)?;
-    if attr_mask & mask::QKEY != 0 {
-        qp.qkey.store(attr.qkey, Ordering::Relaxed);
-    }
-    if cur == next && cur == qp_state::RESET {
-        return Ok(());
-    }
-    let cmd = CmdModifyQp {
-        qp_handle: qp.handle,
-        attr_mask,
-        attrs: qp_attr_to_pvrdma(attr),
-        ..Default::default()
-    };
-    let _: crate::abi::RespNoop = dev.hw.command(opcode_verbs::MODIFY_QP, &cmd)?;
-    qp.state.store(next, Ordering::Relaxed);
-    if next == qp_state::RESET {
-        // A QP back in RESET has no work: what it completed before must not be polled as
-        // completions of the work posted after it is reused (C's `pvrdma_reset_qp`).
-        flush_cqs(dev, qp);
-        reset_rings(qp);
-    }
-    Ok(())
 }
 
 /// Drops the completions of a kernel QP not polled yet from its CQs.
 fn flush_cqs(dev: &rdma::Device<IbDev>, qp: &Qp) {
     if matches!(qp.rings, QpRings::Kernel { .. }) {
         let (send, recv) = qp.cqs;
-        dev.with_cq(send, |cq| crate::cq::flush_qp(dev, cq, qp.handle));
+        dev.with_cq(send, |cq| cq.flush_qp(dev, qp.handle));
         if recv != send {
-            dev.with_cq(recv, |cq| crate::cq::flush_qp(dev, cq, qp.handle));
+            dev.with_cq(recv, |cq| cq.flush_qp(dev, qp.handle));
         }
     }
 }
@@ -413,10 +448,10 @@ fn check_attr_ranges(attr: &QpAttr, attr_mask: u32) -> Result {
     let bad = |bit: u32, ok: bool| attr_mask & bit != 0 && !ok;
     if bad(
         mask::ACCESS_FLAGS,
-        attr.qp_access_flags & !abi_verbs::access::ALL == 0,
+        attr.qp_access_flags & !abi::access::ALL == 0,
     ) || bad(
         mask::PATH_MTU,
-        (abi_verbs::mtu::MTU_256..=abi_verbs::mtu::MTU_4096).contains(&attr.path_mtu),
+        (abi::mtu::MTU_256..=abi::mtu::MTU_4096).contains(&attr.path_mtu),
     ) || bad(mask::RETRY_CNT, attr.retry_cnt <= 7)
         || bad(mask::RNR_RETRY, attr.rnr_retry <= 7)
         || bad(mask::TIMEOUT, attr.timeout <= 31)
@@ -434,197 +469,4 @@ fn reset_rings(qp: &Qp) {
             rq.lock().reset(pdir);
         }
     }
-}
-
-/// Queries a QP (see [`rdma::Operations::query_qp`]).
-pub(crate) fn query(
-    dev: &rdma::Device<IbDev>,
-    qp: &rdma::Qp<IbDev>,
-    attr_mask: u32,
-) -> Result<QpQuery> {
-    let _guard = qp.modify.lock();
-    let mut q = QpQuery {
-        init_cap: qp.cap,
-        ..Default::default()
-    };
-    if qp.state.load(Ordering::Relaxed) == qp_state::RESET {
-        q.attr.qp_state = qp_state::RESET;
-        q.attr.cap = qp.cap;
-        q.attr.port_num = qp.port;
-        return Ok(q);
-    }
-    let cmd = CmdQueryQp {
-        qp_handle: qp.handle,
-        attr_mask,
-        ..Default::default()
-    };
-    let resp: RespQueryQp = dev.hw.command(opcode_verbs::QUERY_QP, &cmd)?;
-    q.attr = qp_attr_from_pvrdma(&resp.attrs);
-    q.attr.cur_qp_state = q.attr.qp_state;
-    q.init_cap = cap_from_pvrdma(&resp.attrs.cap);
-    qp.state.store(q.attr.qp_state, Ordering::Relaxed);
-    Ok(q)
-}
-
-/// A post refused before its first work request.
-fn refused(error: Error) -> PostError {
-    PostError { error, index: 0 }
-}
-
-/// Writes one entry per work request into `queue` (with `push`) until one fails, then rings the
-/// QP's doorbell once with `doorbell`, so the device sees every entry written before the failure.
-fn post_all<W>(
-    dev: &rdma::Device<IbDev>,
-    qp: &Qp,
-    doorbell: u32,
-    pdir: &PageDir,
-    queue: &SpinLockIrq<WorkQueue>,
-    wrs: impl Iterator<Item = W>,
-    mut push: impl FnMut(&mut WorkQueue, &PageDir, &W) -> Result,
-) -> core::result::Result<(), PostError> {
-    let mut ring = queue.lock();
-    let mut result = Ok(());
-    for (index, wr) in wrs.enumerate() {
-        if let Err(error) = push(&mut ring, pdir, &wr) {
-            result = Err(PostError { error, index });
-            break;
-        }
-    }
-    drop(ring);
-    dev.hw.ring_qp_doorbell(doorbell | qp.handle);
-    result
-}
-
-/// Posts send work requests to a kernel QP (see [`rdma::Operations::post_send`]).
-pub(crate) fn post_send(
-    dev: &rdma::Device<IbDev>,
-    qp: &rdma::Qp<IbDev>,
-    wrs: SendWrs<'_, IbDev>,
-) -> core::result::Result<(), PostError> {
-    let QpRings::Kernel { pdir, sq, .. } = &qp.rings else {
-        return Err(refused(EINVAL));
-    };
-    // Below RTS a send can only fail; from RTS on the device judges.
-    let state = qp.state.load(Ordering::Relaxed);
-    if !(qp_state::RTS..=qp_state::ERR).contains(&state) {
-        return Err(refused(EINVAL));
-    }
-    post_all(dev, qp, UAR_QP_SEND, pdir, sq, wrs, |ring, pdir, wr| {
-        let hdr = send_wqe(qp, wr)?;
-        ring.push(pdir, wr.wr_id(), hdr, wr.sges())
-    })
-}
-
-/// Builds the device's send WQE header for `wr`.
-fn send_wqe(qp: &Qp, wr: &rdma::SendWr<'_, IbDev>) -> Result<SqWqeHdr> {
-    let opcode = wr.opcode();
-    let dev_opcode = wr_opcode_to_pvrdma(opcode).ok_or(EINVAL)?;
-    let num_sge = u32::try_from(wr.num_sge()).map_err(|_| EINVAL)?;
-    // The `wr_id` the device sees is set by `WorkQueue::push`.
-    let mut hdr = SqWqeHdr {
-        num_sge,
-        opcode: dev_opcode,
-        send_flags: wr.send_flags() & abi_verbs::send_flags::ALL,
-        ..Default::default()
-    };
-    use rdma::wr_opcode as op;
-    if opcode == op::SEND_WITH_IMM || opcode == op::RDMA_WRITE_WITH_IMM {
-        hdr.ex = wr.ex();
-    }
-    match qp.qp_type {
-        QpType::Ud | QpType::Gsi => {
-            if opcode != op::SEND && opcode != op::SEND_WITH_IMM {
-                return Err(EINVAL);
-            }
-            let ud = wr.ud().ok_or(EINVAL)?;
-            // A Q_Key with the high bit set means "the QP's own".
-            let qkey = if ud.remote_qkey & 0x8000_0000 != 0 {
-                qp.qkey.load(Ordering::Relaxed)
-            } else {
-                ud.remote_qkey
-            };
-            hdr.wr = SqWrUd {
-                remote_qpn: ud.remote_qpn,
-                remote_qkey: qkey,
-                av: ud.ah.av,
-            }
-            .into();
-        }
-        QpType::Rc => match opcode {
-            op::RDMA_READ | op::RDMA_WRITE | op::RDMA_WRITE_WITH_IMM => {
-                let r = wr.rdma().ok_or(EINVAL)?;
-                hdr.wr = SqWrRdma {
-                    remote_addr: r.remote_addr,
-                    rkey: r.rkey,
-                    ..Default::default()
-                }
-                .into();
-            }
-            op::LOCAL_INV | op::SEND_WITH_INV => hdr.ex = wr.ex(),
-            op::REG_MR => {
-                let reg = wr.reg().ok_or(EINVAL)?;
-                hdr.wr = crate::mr::fast_reg_wr(reg.mr, reg.key, reg.access)?.into();
-            }
-            op::SEND | op::SEND_WITH_IMM => {}
-            op::ATOMIC_CMP_AND_SWP | op::ATOMIC_FETCH_AND_ADD => {
-                let a = wr.atomic().ok_or(EINVAL)?;
-                hdr.wr = SqWrAtomic {
-                    remote_addr: a.remote_addr,
-                    compare_add: a.compare_add,
-                    swap: a.swap,
-                    rkey: a.rkey,
-                    ..Default::default()
-                }
-                .into();
-            }
-            _ => return Err(EINVAL),
-        },
-        _ => return Err(EINVAL),
-    }
-    Ok(hdr)
-}
-
-/// Posts receive work requests to a kernel QP (see [`rdma::Operations::post_recv`]).
-pub(crate) fn post_recv(
-    dev: &rdma::Device<IbDev>,
-    qp: &rdma::Qp<IbDev>,
-    wrs: RecvWrs<'_>,
-) -> core::result::Result<(), PostError> {
-    // A QP on an SRQ has no receive queue of its own.
-    let QpRings::Kernel {
-        pdir, rq: Some(rq), ..
-    } = &qp.rings
-    else {
-        return Err(refused(EINVAL));
-    };
-    if qp.state.load(Ordering::Relaxed) == qp_state::RESET {
-        return Err(refused(EINVAL));
-    }
-    post_all(dev, qp, UAR_QP_RECV, pdir, rq, wrs, |ring, pdir, wr| {
-        let hdr = RqWqeHdr {
-            // Set by `WorkQueue::push`.
-            wr_id: 0,
-            num_sge: u32::try_from(wr.num_sge()).map_err(|_| EINVAL)?,
-            total_len: 0,
-        };
-        ring.push(pdir, wr.wr_id(), hdr, wr.sges())
-    })
-}
-
-/// The caller's `wr_id` of the completion `cqe` that kernel CQ `cq_handle` holds for `qp`, after
-/// checking the device's claims: the completion names a queue of the QP that uses this CQ, and a
-/// slot of it with work outstanding. `None` for a completion the QP cannot have.
-pub(crate) fn completed_wr_id(qp: &Qp, cq_handle: u32, cqe: &Cqe) -> Option<u64> {
-    let QpRings::Kernel { sq, rq, .. } = &qp.rings else {
-        return None;
-    };
-    let (side, slot) = Side::of_device_wr_id(cqe.wr_id)?;
-    let (queue, cq) = match side {
-        Side::Send => (sq, qp.cqs.0),
-        Side::Recv => (rq.as_ref()?, qp.cqs.1),
-    };
-    if cq != cq_handle {
-        return None;
-    }
-    queue.lock().complete(slot)
 }

@@ -3,7 +3,7 @@
 //! Shared receive queues, for user space only (as in the C driver: no kernel consumer uses them
 //! on this device).
 
-use crate::{abi::PAGE_DIR_MAX_PAGES, abi_verbs::*, ib::IbDev, pdir::PageDir};
+use crate::{abi::*, device::IbDev, pdir::PageDir};
 use kernel::{
     page::PAGE_SIZE,
     prelude::*,
@@ -12,7 +12,8 @@ use kernel::{
 
 /// An SRQ: the device's handle and its ring in user memory.
 pub(crate) struct Srq {
-    handle: u32,
+    /// The device's handle (what QP commands and async events name it by).
+    pub(crate) handle: u32,
     _pdir: PageDir,
     _umem: Umem,
 }
@@ -23,129 +24,121 @@ impl TableIndex for Srq {
     }
 }
 
-/// Creates an SRQ (see [`rdma::Operations::create_srq`]).
-pub(crate) fn create(
-    dev: &rdma::Device<IbDev>,
-    pd: &rdma::Pd<IbDev>,
-    srq_type: SrqType,
-    attr: &mut SrqAttr,
-    udata: Option<&mut UData>,
-) -> Result<Srq> {
-    let Some(udata) = udata else {
-        return Err(EOPNOTSUPP);
-    };
-    if srq_type != SrqType::Basic {
-        return Err(EOPNOTSUPP);
-    }
-    if attr.max_wr > dev.caps.max_srq_wr || attr.max_sge > dev.caps.max_srq_sge {
-        return Err(EINVAL);
-    }
-    let reservation = dev.counts.srqs.take(dev.caps.max_srq)?;
-    let req: UserCreateSrq = udata.read()?;
-    // The ring state is at the start of the first page the device maps.
-    if req.buf_addr % PAGE_SIZE as u64 != 0 {
-        return Err(EINVAL);
-    }
-    // The device writes the ring state (the consumer index) in the first page.
-    let umem = Umem::get(
-        dev,
-        udata,
-        req.buf_addr,
-        req.buf_size.into(),
-        rdma::access::LOCAL_WRITE,
-    )?;
-    if umem.num_pages() > PAGE_DIR_MAX_PAGES {
-        return Err(EINVAL);
-    }
-    let pdir = PageDir::for_user(dev.parent(), &[&umem])?;
-    let cmd = CmdCreateSrq {
-        pdir_dma: pdir.dma_handle(),
-        pd_handle: pd.handle,
-        nchunks: pdir.npages() as u32,
-        attrs: crate::abi_verbs::SrqAttr {
-            max_wr: attr.max_wr,
-            max_sge: attr.max_sge,
-            srq_limit: attr.srq_limit,
-            reserved: 0,
-        },
-        srq_type: 0,
-        ..Default::default()
-    };
-    let resp: RespCreateSrq = dev.hw.command(opcode_verbs::CREATE_SRQ, &cmd)?;
-    let srq = Srq {
-        handle: resp.srqn,
-        _pdir: pdir,
-        _umem: umem,
-    };
-    let reply = UserCreateSrqResp {
-        srqn: srq.handle,
-        reserved: 0,
-    };
-    if let Err(e) = udata.write(&reply) {
-        // The room is given back by `destroy`, once.
-        reservation.keep();
-        destroy(dev, srq);
-        return Err(e);
-    }
-    reservation.keep();
-    Ok(srq)
-}
-
-/// Modifies an SRQ: only arming its limit is supported.
-pub(crate) fn modify(
-    dev: &rdma::Device<IbDev>,
-    srq: &rdma::Srq<IbDev>,
-    attr: &SrqAttr,
-    mask: u32,
-) -> Result {
-    // The limit is all the device can change, and a change of nothing is refused (as C does).
-    if mask != srq_attr_mask::LIMIT {
-        return Err(EINVAL);
-    }
-    let cmd = CmdModifySrq {
-        srq_handle: srq.handle,
-        attr_mask: mask,
-        attrs: crate::abi_verbs::SrqAttr {
-            srq_limit: attr.srq_limit,
+impl Srq {
+    /// Creates an SRQ (see [`rdma::Operations::create_srq`]).
+    pub(crate) fn new(
+        dev: &rdma::Device<IbDev>,
+        pd: &rdma::Pd<IbDev>,
+        srq_type: SrqType,
+        attr: &mut SrqAttr,
+        udata: Option<&mut UData>,
+    ) -> Result<Srq> {
+        let Some(udata) = udata else {
+            return Err(EOPNOTSUPP);
+        };
+        if srq_type != SrqType::Basic {
+            return Err(EOPNOTSUPP);
+        }
+        if attr.max_wr > dev.caps.max_srq_wr || attr.max_sge > dev.caps.max_srq_sge {
+            return Err(EINVAL);
+        }
+        let reservation = dev.counts.srqs.take(dev.caps.max_srq)?;
+        let req: UserCreateSrq = udata.read()?;
+        // The ring state is at the start of the first page the device maps.
+        if req.buf_addr % PAGE_SIZE as u64 != 0 {
+            return Err(EINVAL);
+        }
+        // The device writes the ring state (the consumer index) in the first page.
+        let umem = Umem::get(
+            dev,
+            udata,
+            req.buf_addr,
+            req.buf_size.into(),
+            rdma::access::LOCAL_WRITE,
+        )?;
+        if umem.num_pages() > PAGE_DIR_MAX_PAGES {
+            return Err(EINVAL);
+        }
+        let pdir = PageDir::for_user(dev.parent(), &[&umem])?;
+        let cmd = CmdCreateSrq {
+            pdir_dma: pdir.dma_handle(),
+            pd_handle: pd.handle,
+            nchunks: pdir.npages() as u32,
+            attrs: crate::abi::SrqAttr {
+                max_wr: attr.max_wr,
+                max_sge: attr.max_sge,
+                srq_limit: attr.srq_limit,
+                reserved: 0,
+            },
+            srq_type: 0,
             ..Default::default()
-        },
-        ..Default::default()
-    };
-    let _: crate::abi::RespNoop = dev.hw.command(opcode_verbs::MODIFY_SRQ, &cmd)?;
-    Ok(())
-}
+        };
+        let resp: RespCreateSrq = dev.hw.command(opcode_verbs::CREATE_SRQ, &cmd)?;
+        let srq = Srq {
+            handle: resp.srqn,
+            _pdir: pdir,
+            _umem: umem,
+        };
+        let reply = UserCreateSrqResp {
+            srqn: srq.handle,
+            reserved: 0,
+        };
+        if let Err(e) = udata.write(&reply) {
+            // The room is given back by `destroy`, once.
+            reservation.keep();
+            srq.destroy(dev);
+            return Err(e);
+        }
+        reservation.keep();
+        Ok(srq)
+    }
 
-/// Queries an SRQ.
-pub(crate) fn query(dev: &rdma::Device<IbDev>, srq: &rdma::Srq<IbDev>) -> Result<SrqAttr> {
-    let cmd = CmdQuerySrq {
-        srq_handle: srq.handle,
-        ..Default::default()
-    };
-    let resp: RespQuerySrq = dev.hw.command(opcode_verbs::QUERY_SRQ, &cmd)?;
-    Ok(SrqAttr {
-        max_wr: resp.attrs.max_wr,
-        max_sge: resp.attrs.max_sge,
-        srq_limit: resp.attrs.srq_limit,
-    })
-}
+    /// Modifies an SRQ: only arming its limit is supported.
+    pub(crate) fn modify(&self, dev: &rdma::Device<IbDev>, attr: &SrqAttr, mask: u32) -> Result {
+        // The limit is all the device can change, and a change of nothing is refused (as C does).
+        if mask != srq_attr_mask::LIMIT {
+            return Err(EINVAL);
+        }
+        let cmd = CmdModifySrq {
+            srq_handle: self.handle,
+            attr_mask: mask,
+            attrs: crate::abi::SrqAttr {
+                srq_limit: attr.srq_limit,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let _: crate::abi::RespNoop = dev.hw.command(opcode_verbs::MODIFY_SRQ, &cmd)?;
+        Ok(())
+    }
 
-/// Destroys an SRQ in the device; its memory goes with `srq`.
-pub(crate) fn destroy(dev: &rdma::Device<IbDev>, srq: Srq) {
-    let cmd = CmdDestroySrq {
-        srq_handle: srq.handle,
-        ..Default::default()
-    };
-    dev.hw.destroy_object::<_, crate::abi::RespNoop>(
-        opcode_verbs::DESTROY_SRQ,
-        &cmd,
-        "SRQ",
-        srq.handle,
-    );
-    dev.counts.srqs.release();
-    drop(srq);
-}
+    /// Queries an SRQ.
+    pub(crate) fn query(&self, dev: &rdma::Device<IbDev>) -> Result<SrqAttr> {
+        let cmd = CmdQuerySrq {
+            srq_handle: self.handle,
+            ..Default::default()
+        };
+        let resp: RespQuerySrq = dev.hw.command(opcode_verbs::QUERY_SRQ, &cmd)?;
+        Ok(SrqAttr {
+            max_wr: resp.attrs.max_wr,
+            max_sge: resp.attrs.max_sge,
+            srq_limit: resp.attrs.srq_limit,
+        })
+    }
 
-/// The device's handle of an SRQ.
-pub(crate) fn handle(srq: &rdma::Srq<IbDev>) -> u32 {
-    srq.handle
+    /// Destroys an SRQ in the device; its memory goes with `srq`.
+    pub(crate) fn destroy(self, dev: &rdma::Device<IbDev>) {
+        let cmd = CmdDestroySrq {
+            srq_handle: self.handle,
+            ..Default::default()
+        };
+        dev.hw.destroy_object::<_, crate::abi::RespNoop>(
+            opcode_verbs::DESTROY_SRQ,
+            &cmd,
+            "SRQ",
+            self.handle,
+        );
+        dev.counts.srqs.release();
+        drop(self);
+    }
 }

@@ -16,8 +16,8 @@
 //! when it starts the work, long before the completion is polled.
 
 use crate::{
+    abi,
     abi::RingIndexes,
-    abi_verbs,
     mem::SharedBytes,
     pdir::PageDir,
     ring::{idx_next, idx_slot, idx_valid},
@@ -90,13 +90,13 @@ pub(crate) trait WqeHeader: IntoBytes + Immutable {
     fn set_wr_id(&mut self, wr_id: u64);
 }
 
-impl WqeHeader for abi_verbs::SqWqeHdr {
+impl WqeHeader for abi::SqWqeHdr {
     fn set_wr_id(&mut self, wr_id: u64) {
         self.wr_id = wr_id;
     }
 }
 
-impl WqeHeader for abi_verbs::RqWqeHdr {
+impl WqeHeader for abi::RqWqeHdr {
     fn set_wr_id(&mut self, wr_id: u64) {
         self.wr_id = wr_id;
     }
@@ -164,7 +164,7 @@ impl WorkQueue {
         sges: &[rdma::Sge],
     ) -> Result {
         if sges.len() > self.max_sge as usize
-            || size_of::<H>() + sges.len() * size_of::<abi_verbs::Sge>() > self.wqe_size
+            || size_of::<H>() + sges.len() * size_of::<abi::Sge>() > self.wqe_size
         {
             return Err(EINVAL);
         }
@@ -191,13 +191,13 @@ impl WorkQueue {
         page.write_at(at, &hdr)?;
         at += size_of::<H>();
         for sge in sges {
-            let entry = abi_verbs::Sge {
+            let entry = abi::Sge {
                 addr: sge.addr,
                 length: sge.length,
                 lkey: sge.lkey,
             };
             page.write_at(at, &entry)?;
-            at += size_of::<abi_verbs::Sge>();
+            at += size_of::<abi::Sge>();
         }
         *self.wr_ids.get_mut(slot as usize).ok_or(EINVAL)? = wr_id;
         // The entry must be complete before the device sees the new producer index.

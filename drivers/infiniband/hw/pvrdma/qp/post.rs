@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The kernel data path of a QP: posting work requests into its rings, and matching the
+//! completions the device reports against what was posted.
+
+use super::{Qp, QpRings};
+use crate::{
+    abi::{self, *},
+    convert::wr_opcode_to_pvrdma,
+    device::IbDev,
+    pdir::PageDir,
+    wq::{Side, WorkQueue},
+};
+use core::sync::atomic::Ordering;
+use kernel::{
+    prelude::*,
+    rdma::{self, qp_state, PostError, QpType, RecvWrs, SendWrs},
+    sync::SpinLockIrq,
+};
+
+impl Qp {
+    /// Posts send work requests to a kernel QP (see [`rdma::Operations::post_send`]).
+    pub(crate) fn post_send(
+        &self,
+        dev: &rdma::Device<IbDev>,
+        wrs: SendWrs<'_, IbDev>,
+    ) -> core::result::Result<(), PostError> {
+        let QpRings::Kernel { pdir, sq, .. } = &self.rings else {
+            return Err(refused(EINVAL));
+        };
+        // Below RTS a send can only fail; from RTS on the device judges.
+        let state = self.state.load(Ordering::Relaxed);
+        if !(qp_state::RTS..=qp_state::ERR).contains(&state) {
+            return Err(refused(EINVAL));
+        }
+        post_all(dev, self, UAR_QP_SEND, pdir, sq, wrs, |ring, pdir, wr| {
+            let hdr = send_wqe(self, wr)?;
+            ring.push(pdir, wr.wr_id(), hdr, wr.sges())
+        })
+    }
+
+    /// Posts receive work requests to a kernel QP (see [`rdma::Operations::post_recv`]).
+    pub(crate) fn post_recv(
+        &self,
+        dev: &rdma::Device<IbDev>,
+        wrs: RecvWrs<'_>,
+    ) -> core::result::Result<(), PostError> {
+        // A QP on an SRQ has no receive queue of its own.
+        let QpRings::Kernel {
+            pdir, rq: Some(rq), ..
+        } = &self.rings
+        else {
+            return Err(refused(EINVAL));
+        };
+        if self.state.load(Ordering::Relaxed) == qp_state::RESET {
+            return Err(refused(EINVAL));
+        }
+        post_all(dev, self, UAR_QP_RECV, pdir, rq, wrs, |ring, pdir, wr| {
+            let hdr = RqWqeHdr {
+                // Set by `WorkQueue::push`.
+                wr_id: 0,
+                num_sge: u32::try_from(wr.num_sge()).map_err(|_| EINVAL)?,
+                total_len: 0,
+            };
+            ring.push(pdir, wr.wr_id(), hdr, wr.sges())
+        })
+    }
+
+    /// The caller's `wr_id` of the completion `cqe` that kernel CQ `cq_handle` holds for `qp`, after
+    /// checking the device's claims: the completion names a queue of the QP that uses this CQ, and a
+    /// slot of it with work outstanding. `None` for a completion the QP cannot have.
+    pub(crate) fn completed_wr_id(&self, cq_handle: u32, cqe: &Cqe) -> Option<u64> {
+        let QpRings::Kernel { sq, rq, .. } = &self.rings else {
+            return None;
+        };
+        let (side, slot) = Side::of_device_wr_id(cqe.wr_id)?;
+        let (queue, cq) = match side {
+            Side::Send => (sq, self.cqs.0),
+            Side::Recv => (rq.as_ref()?, self.cqs.1),
+        };
+        if cq != cq_handle {
+            return None;
+        }
+        queue.lock().complete(slot)
+    }
+}
+
+/// A post refused before its first work request.
+fn refused(error: Error) -> PostError {
+    PostError { error, index: 0 }
+}
+
+/// Writes one entry per work request into `queue` (with `push`) until one fails, then rings the
+/// QP's doorbell once with `doorbell`, so the device sees every entry written before the failure.
+fn post_all<W>(
+    dev: &rdma::Device<IbDev>,
+    qp: &Qp,
+    doorbell: u32,
+    pdir: &PageDir,
+    queue: &SpinLockIrq<WorkQueue>,
+    wrs: impl Iterator<Item = W>,
+    mut push: impl FnMut(&mut WorkQueue, &PageDir, &W) -> Result,
+) -> core::result::Result<(), PostError> {
+    let mut ring = queue.lock();
+    let mut result = Ok(());
+    for (index, wr) in wrs.enumerate() {
+        if let Err(error) = push(&mut ring, pdir, &wr) {
+            result = Err(PostError { error, index });
+            break;
+        }
+    }
+    drop(ring);
+    dev.hw.ring_qp_doorbell(doorbell | qp.handle);
+    result
+}
+
+/// Builds the device's send WQE header for `wr`.
+fn send_wqe(qp: &Qp, wr: &rdma::SendWr<'_, IbDev>) -> Result<SqWqeHdr> {
+    let opcode = wr.opcode();
+    let dev_opcode = wr_opcode_to_pvrdma(opcode).ok_or(EINVAL)?;
+    let num_sge = u32::try_from(wr.num_sge()).map_err(|_| EINVAL)?;
+    // The `wr_id` the device sees is set by `WorkQueue::push`.
+    let mut hdr = SqWqeHdr {
+        num_sge,
+        opcode: dev_opcode,
+        send_flags: wr.send_flags() & abi::send_flags::ALL,
+        ..Default::default()
+    };
+    use rdma::wr_opcode as op;
+    if opcode == op::SEND_WITH_IMM || opcode == op::RDMA_WRITE_WITH_IMM {
+        hdr.ex = wr.ex();
+    }
+    match qp.qp_type {
+        QpType::Ud | QpType::Gsi => {
+            if opcode != op::SEND && opcode != op::SEND_WITH_IMM {
+                return Err(EINVAL);
+            }
+            let ud = wr.ud().ok_or(EINVAL)?;
+            // A Q_Key with the high bit set means "the QP's own".
+            let qkey = if ud.remote_qkey & 0x8000_0000 != 0 {
+                qp.qkey.load(Ordering::Relaxed)
+            } else {
+                ud.remote_qkey
+            };
+            hdr.wr = SqWrUd {
+                remote_qpn: ud.remote_qpn,
+                remote_qkey: qkey,
+                av: ud.ah.av,
+            }
+            .into();
+        }
+        QpType::Rc => match opcode {
+            op::RDMA_READ | op::RDMA_WRITE | op::RDMA_WRITE_WITH_IMM => {
+                let r = wr.rdma().ok_or(EINVAL)?;
+                hdr.wr = SqWrRdma {
+                    remote_addr: r.remote_addr,
+                    rkey: r.rkey,
+                    ..Default::default()
+                }
+                .into();
+            }
+            op::LOCAL_INV | op::SEND_WITH_INV => hdr.ex = wr.ex(),
+            op::REG_MR => {
+                let reg = wr.reg().ok_or(EINVAL)?;
+                hdr.wr = crate::mr::Mr::fast_reg_wr(reg.mr, reg.key, reg.access)?.into();
+            }
+            op::SEND | op::SEND_WITH_IMM => {}
+            op::ATOMIC_CMP_AND_SWP | op::ATOMIC_FETCH_AND_ADD => {
+                let a = wr.atomic().ok_or(EINVAL)?;
+                hdr.wr = SqWrAtomic {
+                    remote_addr: a.remote_addr,
+                    compare_add: a.compare_add,
+                    swap: a.swap,
+                    rkey: a.rkey,
+                    ..Default::default()
+                }
+                .into();
+            }
+            _ => return Err(EINVAL),
+        },
+        _ => return Err(EINVAL),
+    }
+    Ok(hdr)
+}
