@@ -24,7 +24,9 @@
  *   ok <case>: accepted (...)          a MAY_ACCEPT case accepted
  *   C-driver-accepts <case>: ...       a MUST_FAIL case the C driver accepts
  *                                      (DRIVER c): reported, not a failure
- *   accepted-as-C-driver <case>: ...   the same case accepted by another driver
+ *   Rust-driver-accepts <case>: ...    one of the few such cases the Rust
+ *                                      driver still accepts (rust_accepts[],
+ *                                      with the reason); any other is a FAIL
  *   FAIL <case>: ...                   invalid input accepted, or a wrong result
  * Whatever a case created is destroyed again; every destroy must return 0.
  * At the end the device must still carry a SEND between two fresh QPs, and
@@ -1575,6 +1577,35 @@ static const struct bad_case cases[] = {
          "POST_SEND through the kernel on a user QP in RTS"),
 };
 
+/*
+ * The bad inputs of C-driver-accepts cases that the Rust driver still
+ * accepts, each with its reason (issue 11 tracks them). Every other case
+ * the C driver is excused must be refused by the Rust driver.
+ */
+static const struct {
+    const char *name;
+    const char *why;
+} rust_accepts[] = {
+    { "modify-qp-max-dest-rd-atomic-255",
+      "the stock device model reports max_qp_rd_atom 0, so the depth cannot be bounded by the "
+      "device's maximum without refusing every RC responder" },
+    { "modify-qp-max-rd-atomic-255", "as modify-qp-max-dest-rd-atomic-255" },
+    { "qp-inline-2^20",
+      "the device states no inline limit; the QP is granted max_inline_data 0, as the C "
+      "driver's" },
+};
+
+/* Why the Rust driver is still excused case @name, or NULL. */
+static const char *rust_excuse(const char *name)
+{
+    for (size_t i = 0; i < sizeof(rust_accepts) / sizeof(rust_accepts[0]); i++) {
+        if (!strcmp(rust_accepts[i].name, name)) {
+            return rust_accepts[i].why;
+        }
+    }
+    return NULL;
+}
+
 static void run_case(const struct bad_case *c)
 {
     char note[256] = "";
@@ -1594,11 +1625,14 @@ static void run_case(const struct bad_case *c)
     } else if (c->expect == MAY_ACCEPT) {
         n_ok++;
         printf("ok %s: accepted%s%s%s\n", c->name, note[0] ? " (" : "", note, note[0] ? ")" : "");
-    } else if (c->c_accepts) {
+    } else if (c->c_accepts && !strcmp(driver, "c")) {
         n_c_accepts++;
-        printf("%s %s: accepted%s%s%s\n",
-               strcmp(driver, "c") ? "accepted-as-C-driver" : "C-driver-accepts", c->name,
-               note[0] ? " (" : "", note, note[0] ? ")" : "");
+        printf("C-driver-accepts %s: accepted%s%s%s\n", c->name, note[0] ? " (" : "", note,
+               note[0] ? ")" : "");
+    } else if (c->c_accepts && rust_excuse(c->name)) {
+        n_c_accepts++;
+        printf("Rust-driver-accepts %s: accepted%s%s%s; excused: %s\n", c->name,
+               note[0] ? " (" : "", note, note[0] ? ")" : "", rust_excuse(c->name));
     } else {
         n_fail++;
         printf("FAIL %s: accepted%s%s%s\n", c->name, note[0] ? " (" : "", note,

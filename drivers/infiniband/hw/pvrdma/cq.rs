@@ -112,7 +112,11 @@ impl Cq {
                     req.buf_size.into(),
                     access::LOCAL_WRITE,
                 )?;
-                if umem.num_pages() > PAGE_DIR_MAX_PAGES {
+                // The ring state page, then the entries: the device writes `entries` CQEs after
+                // the state whatever memory it was given.
+                let needed =
+                    1 + (entries as usize * core::mem::size_of::<Cqe>()).div_ceil(PAGE_SIZE);
+                if umem.num_pages() > PAGE_DIR_MAX_PAGES || umem.num_pages() < needed {
                     return Err(EINVAL);
                 }
                 let pdir = PageDir::for_user(pdev, &[&umem])?;

@@ -69,6 +69,13 @@ impl TableIndex for Qp {
     }
 }
 
+/// The least memory a provider's ring of `wrs` work requests needs: headers of `hdr` bytes with
+/// `sges` scatter/gather entries each (at least one), whatever rounding the provider adds.
+/// The counts are bounded by the device's maxima before this is called.
+fn user_ring_bytes(wrs: u32, hdr: usize, sges: u32) -> usize {
+    wrs as usize * (hdr + size_of::<Sge>() * sges.max(1) as usize)
+}
+
 /// The queue sizes of a kernel QP, rounded up as the device needs, and the pages they take.
 struct KernelSizes {
     cap: QpCap,
@@ -191,6 +198,18 @@ impl Qp {
                 };
                 let send = Umem::get(dev, udata, req.sbuf_addr, req.sbuf_size.into(), WRITABLE)?;
                 let send_pages = send.num_pages();
+                // The device lays the rings out from the counts in the command, not from the
+                // memory: rings too small for them would have it read and write past them.
+                let sq_pages = QP_NUM_HEADER_PAGES as usize
+                    + user_ring_bytes(cap.max_send_wr, size_of::<SqWqeHdr>(), cap.max_send_sge)
+                        .div_ceil(PAGE_SIZE);
+                let rq_pages =
+                    user_ring_bytes(cap.max_recv_wr, size_of::<RqWqeHdr>(), cap.max_recv_sge)
+                        .div_ceil(PAGE_SIZE);
+                if send_pages < sq_pages || recv.as_ref().is_some_and(|r| r.num_pages() < rq_pages)
+                {
+                    return Err(EINVAL);
+                }
                 let mut umems: KVec<&Umem> = KVec::new();
                 umems.push(&send, GFP_KERNEL)?;
                 if let Some(r) = &recv {
