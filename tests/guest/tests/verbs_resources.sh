@@ -30,7 +30,7 @@ fi
 before=$(lab_res_counts)
 dmesg_before=$(dmesg | wc -l)
 
-timeout -k 5 "$limit" stdbuf -oL "$bin" "$LAB_DEV" "$LAB_GID_INDEX" "${LAB_RESOURCES_ROUNDS:-2}" "${LAB_RESOURCES_CHURN:-0}" >"$log" 2>&1
+timeout -k 5 "$limit" stdbuf -oL "$bin" "$LAB_DEV" "$LAB_GID_INDEX" "${LAB_RESOURCES_ROUNDS:-2}" "${LAB_RESOURCES_CHURN:-1}" >"$log" 2>&1
 status=$?
 cat "$log"
 lab_check_exit "$name" "$status" "$log" "$limit"
