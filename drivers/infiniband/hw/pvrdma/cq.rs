@@ -97,6 +97,9 @@ impl Cq {
         }
         let reservation = dev.counts.cqs.take(dev.caps.max_cq)?;
         let pdev = dev.parent();
+        // The ring state page, then the entries: the device writes `entries` CQEs after the
+        // state, whatever memory it was given.
+        let ring_pages = 1 + (entries as usize * core::mem::size_of::<Cqe>()).div_ceil(PAGE_SIZE);
 
         let (ring, pdir_dma, npages, user_reply) = match udata {
             Some(udata) => {
@@ -112,11 +115,7 @@ impl Cq {
                     req.buf_size.into(),
                     access::LOCAL_WRITE,
                 )?;
-                // The ring state page, then the entries: the device writes `entries` CQEs after
-                // the state whatever memory it was given.
-                let needed =
-                    1 + (entries as usize * core::mem::size_of::<Cqe>()).div_ceil(PAGE_SIZE);
-                if umem.num_pages() > PAGE_DIR_MAX_PAGES || umem.num_pages() < needed {
+                if umem.num_pages() > PAGE_DIR_MAX_PAGES || umem.num_pages() < ring_pages {
                     return Err(EINVAL);
                 }
                 let pdir = PageDir::for_user(pdev, &[&umem])?;
@@ -132,10 +131,7 @@ impl Cq {
                 )
             }
             None => {
-                // One extra page for the ring state.
-                let npages =
-                    1 + (entries as usize * core::mem::size_of::<Cqe>()).div_ceil(PAGE_SIZE);
-                let npages = u32::try_from(npages).map_err(|_| EINVAL)?;
+                let npages = u32::try_from(ring_pages).map_err(|_| EINVAL)?;
                 let ring = DeviceRing::<Cqe>::with_slots(pdev, npages, entries)?;
                 let dma = ring.pdir().dma_handle();
                 let ring = KBox::pin_init(new_spinlock_irq!(ring, "pvrdma::Cq::ring"), GFP_KERNEL)?;

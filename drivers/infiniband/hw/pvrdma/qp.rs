@@ -86,15 +86,8 @@ struct KernelSizes {
     recv_pages: usize,
 }
 
-fn kernel_sizes(dev: &IbDev, req: &QpCap, srq: bool) -> Result<KernelSizes> {
-    let caps = &dev.caps;
-    if req.max_send_wr > caps.max_qp_wr
-        || req.max_send_sge > caps.max_sge
-        || req.max_recv_wr > caps.max_qp_wr
-        || req.max_recv_sge > caps.max_sge
-    {
-        return Err(EINVAL);
-    }
+/// `req` must be within the device's maxima (checked by `Qp::new`).
+fn kernel_sizes(req: &QpCap, srq: bool) -> Result<KernelSizes> {
     let pow2 = |n: u32| n.max(1).checked_next_power_of_two().ok_or(EINVAL);
     let sq_wr = pow2(req.max_send_wr)?;
     let sq_sge = pow2(req.max_send_sge)?;
@@ -161,18 +154,18 @@ impl Qp {
         let reservation = dev.counts.qps.take(dev.caps.max_qp)?;
         let pdev = dev.parent();
         let mut cap = attr.cap();
+        // Whoever sizes the rings (the provider or `kernel_sizes`), the device must take them.
+        let caps = &dev.caps;
+        if cap.max_send_wr > caps.max_qp_wr
+            || cap.max_recv_wr > caps.max_qp_wr
+            || cap.max_send_sge > caps.max_sge
+            || cap.max_recv_sge > caps.max_sge
+        {
+            return Err(EINVAL);
+        }
 
         let (rings, total_pages, send_pages) = match &udata {
             Some(udata) => {
-                // The provider sizes its rings itself; the device must be able to take them.
-                let caps = &dev.caps;
-                if cap.max_send_wr > caps.max_qp_wr
-                    || cap.max_recv_wr > caps.max_qp_wr
-                    || cap.max_send_sge > caps.max_sge
-                    || cap.max_recv_sge > caps.max_sge
-                {
-                    return Err(EINVAL);
-                }
                 let req: UserCreateQp = udata.read()?;
                 // The ring state is at the start of the first page the device maps.
                 if req.sbuf_addr % PAGE_SIZE as u64 != 0 || req.rbuf_addr % PAGE_SIZE as u64 != 0 {
@@ -229,7 +222,7 @@ impl Qp {
                 )
             }
             None => {
-                let sizes = kernel_sizes(dev, &cap, srq.is_some())?;
+                let sizes = kernel_sizes(&cap, srq.is_some())?;
                 let total = sizes.send_pages + sizes.recv_pages;
                 if total > PAGE_DIR_MAX_PAGES {
                     return Err(EINVAL);
