@@ -39,21 +39,21 @@ pub use cq::{
     CQ_EVENT_ERR,
 };
 pub use device::{Device, DeviceHandle, Registration, UnregisteredDevice};
-pub use mr::{access, Mr, MrKeys, MrType};
+pub use mr::{Access, AccessFlags, Mr, MrKeys, MrType};
 pub use objects::{Ah, Cq, Pd, Qp, Srq, UserContext, Vma};
 pub use ops::Operations;
 pub use qp::{
-    modify_qp_is_ok, qp_attr_mask, qp_event, qp_state, AhAttr, QpAttr, QpCap, QpInitAttr, QpQuery,
-    QpType,
+    modify_qp_is_ok, qp_event, AhAttr, QpAttr, QpAttrFlag, QpAttrMask, QpCap, QpInitAttr, QpQuery,
+    QpState, QpType,
 };
 pub use srq::{srq_attr_mask, srq_event, SrqAttr, SrqType};
 pub use sysfs::{AttributeArray, AttributeGroup, DeviceAttribute, ShowFn, SysfsBuf};
 pub use table::TableIndex;
 pub use udata::UData;
-pub use umem::Umem;
+pub use umem::{Umem, UserCqBuffer};
 pub use wr::{
-    send_flags, wr_opcode, AtomicFields, PostError, RdmaFields, RecvWr, RecvWrs, RegFields, SendWr,
-    SendWrs, Sge, UdFields,
+    send_flags, AtomicFields, PostError, RdmaFields, RecvWr, RecvWrs, RegFields, SendWr, SendWrs,
+    Sge, UdFields, WrOpcode,
 };
 
 use crate::bindings;
@@ -64,8 +64,50 @@ use crate::bindings;
 pub struct DriverId(bindings::rdma_driver_id);
 
 impl DriverId {
-    /// VMware's paravirtual RDMA device (`RDMA_DRIVER_VMW_PVRDMA`).
+    /// No user-space provider binds by driver ID.
+    pub const UNKNOWN: Self = Self(bindings::rdma_driver_id_RDMA_DRIVER_UNKNOWN);
+    /// Mellanox/NVIDIA ConnectX-4 and later (`mlx5_ib`).
+    pub const MLX5: Self = Self(bindings::rdma_driver_id_RDMA_DRIVER_MLX5);
+    /// Mellanox ConnectX-3 (`mlx4_ib`).
+    pub const MLX4: Self = Self(bindings::rdma_driver_id_RDMA_DRIVER_MLX4);
+    /// Chelsio T3 (removed driver; the value stays reserved).
+    pub const CXGB3: Self = Self(bindings::rdma_driver_id_RDMA_DRIVER_CXGB3);
+    /// Chelsio T4 and later (`iw_cxgb4`).
+    pub const CXGB4: Self = Self(bindings::rdma_driver_id_RDMA_DRIVER_CXGB4);
+    /// Mellanox InfiniHost (`ib_mthca`).
+    pub const MTHCA: Self = Self(bindings::rdma_driver_id_RDMA_DRIVER_MTHCA);
+    /// Broadcom NetXtreme-E (`bnxt_re`).
+    pub const BNXT_RE: Self = Self(bindings::rdma_driver_id_RDMA_DRIVER_BNXT_RE);
+    /// Emulex OneConnect (`ocrdma`).
+    pub const OCRDMA: Self = Self(bindings::rdma_driver_id_RDMA_DRIVER_OCRDMA);
+    /// NetEffect (removed driver; the value stays reserved).
+    pub const NES: Self = Self(bindings::rdma_driver_id_RDMA_DRIVER_NES);
+    /// Intel Ethernet (`irdma`; formerly `i40iw`, same value).
+    pub const IRDMA: Self = Self(bindings::rdma_driver_id_RDMA_DRIVER_I40IW);
+    /// VMware's paravirtual RDMA device (`vmw_pvrdma`).
     pub const VMW_PVRDMA: Self = Self(bindings::rdma_driver_id_RDMA_DRIVER_VMW_PVRDMA);
+    /// Marvell FastLinQ (`qedr`).
+    pub const QEDR: Self = Self(bindings::rdma_driver_id_RDMA_DRIVER_QEDR);
+    /// HiSilicon (`hns_roce`).
+    pub const HNS: Self = Self(bindings::rdma_driver_id_RDMA_DRIVER_HNS);
+    /// Cisco usNIC (`usnic_verbs`).
+    pub const USNIC: Self = Self(bindings::rdma_driver_id_RDMA_DRIVER_USNIC);
+    /// Soft RoCE (`rdma_rxe`).
+    pub const RXE: Self = Self(bindings::rdma_driver_id_RDMA_DRIVER_RXE);
+    /// Cornelis Omni-Path (`hfi1`).
+    pub const HFI1: Self = Self(bindings::rdma_driver_id_RDMA_DRIVER_HFI1);
+    /// QLogic InfiniPath (`ib_qib`).
+    pub const QIB: Self = Self(bindings::rdma_driver_id_RDMA_DRIVER_QIB);
+    /// Amazon Elastic Fabric Adapter (`efa`).
+    pub const EFA: Self = Self(bindings::rdma_driver_id_RDMA_DRIVER_EFA);
+    /// Soft iWARP (`siw`).
+    pub const SIW: Self = Self(bindings::rdma_driver_id_RDMA_DRIVER_SIW);
+    /// Alibaba Elastic RDMA (`erdma`).
+    pub const ERDMA: Self = Self(bindings::rdma_driver_id_RDMA_DRIVER_ERDMA);
+    /// Microsoft Azure Network Adapter (`mana_ib`).
+    pub const MANA: Self = Self(bindings::rdma_driver_id_RDMA_DRIVER_MANA);
+    /// AMD Pensando (`ionic_rdma`).
+    pub const IONIC: Self = Self(bindings::rdma_driver_id_RDMA_DRIVER_IONIC);
 
     /// The C value.
     pub const fn as_raw(self) -> bindings::rdma_driver_id {

@@ -16,7 +16,7 @@ use crate::{
     net,
     prelude::*,
     str::CStr,
-    sync::{new_mutex, Arc, Mutex},
+    sync::{new_mutex, new_spinlock_irq, Arc, Mutex, SpinLockIrq},
     types::Opaque,
 };
 use core::{marker::PhantomData, mem::size_of, ptr::NonNull};
@@ -42,11 +42,25 @@ pub(super) struct Tables {
 }
 
 impl Tables {
+    // One lock class (and name) per table for every driver: see `HandleLocks::new`.
+    #[inline(never)]
     fn new() -> impl PinInit<Self> {
+        let qp = ObjectTable::new(
+            crate::c_str!("rdma::Tables::qp"),
+            crate::static_lock_class!(),
+        );
+        let cq = ObjectTable::new(
+            crate::c_str!("rdma::Tables::cq"),
+            crate::static_lock_class!(),
+        );
+        let srq = ObjectTable::new(
+            crate::c_str!("rdma::Tables::srq"),
+            crate::static_lock_class!(),
+        );
         pin_init!(Self {
-            qp <- ObjectTable::new(crate::c_str!("rdma::Tables::qp"), crate::static_lock_class!()),
-            cq <- ObjectTable::new(crate::c_str!("rdma::Tables::cq"), crate::static_lock_class!()),
-            srq <- ObjectTable::new(crate::c_str!("rdma::Tables::srq"), crate::static_lock_class!()),
+            qp <- qp,
+            cq <- cq,
+            srq <- srq,
         })
     }
 }
@@ -283,7 +297,7 @@ impl<'a, T: Operations> UnregisteredDevice<'a, T> {
     pub fn register(
         self,
         name: &'static CStr,
-        handle: Option<Arc<DeviceHandle>>,
+        handle: Option<Arc<DeviceHandle<T>>>,
     ) -> Result<Devres<Registration<T>>> {
         let parent = self.parent;
         // SAFETY: The device is valid, initialised and not registered; the parent, which does
@@ -295,7 +309,7 @@ impl<'a, T: Operations> UnregisteredDevice<'a, T> {
         core::mem::forget(self);
         let reg = Registration { ptr, handle };
         if let Some(h) = &reg.handle {
-            h.attach(reg.raw(), core::any::TypeId::of::<T>());
+            h.set(NonNull::new(reg.raw()).map(DevPtr));
         }
         // On failure this drops `reg`, which unregisters the device.
         Devres::new(parent, reg)
@@ -325,7 +339,7 @@ impl<T: Operations> Drop for UnregisteredDevice<'_, T> {
 /// `ptr` is a registered device as described for [`UnregisteredDevice`].
 pub struct Registration<T: Operations> {
     ptr: NonNull<DeviceStorage<T>>,
-    handle: Option<Arc<DeviceHandle>>,
+    handle: Option<Arc<DeviceHandle<T>>>,
 }
 
 // SAFETY: The registration can be dropped from any thread.
@@ -354,7 +368,7 @@ impl<T: Operations> Drop for Registration<T> {
         // clients (a kernel ULP draining its QPs) still wait for the completions and events the
         // handle's users deliver. C drivers keep delivering them until unregistration returns.
         if let Some(h) = &self.handle {
-            h.detach();
+            h.set(None);
         }
         // SAFETY: After unregistration no callback runs any more, and the handle is detached,
         // so nothing reaches the data: it can be dropped, then the device freed.
@@ -370,110 +384,157 @@ impl<T: Operations> Drop for Registration<T> {
 ///
 /// Created empty, it is attached by [`UnregisteredDevice::register`] and detached when the
 /// [`Registration`] is dropped, after the device is unregistered (events and completions reach
-/// the core's clients while they are being removed). Operations on a detached
-/// handle do nothing. The handle serialises its users with a mutex, so it is for process
-/// context only (a threaded interrupt handler, a notifier, a work item).
+/// the core's clients while they are being removed). Operations on a detached handle do nothing.
+///
+/// Two kinds of users reach the device through it: [`DeviceHandle::with_device`] and
+/// [`DeviceHandle::dispatch_port_event`] in any context, hard interrupt handlers included (a CQ's
+/// completion handler and the core's event dispatch may be called there), holding an IRQ-safe
+/// spinlock; [`DeviceHandle::set_netdev`], which may sleep, holding a mutex. Detaching takes
+/// both, so it waits for every user.
 ///
 /// # Invariants
 ///
-/// When `dev` is `Some`, it points to a device that is registered or being unregistered, whose
-/// data is initialised and stays so while the mutex is held (it is dropped only after the
-/// handle is detached).
+/// When `locks.dev` is `Some`, it points to a device allocated by
+/// [`UnregisteredDevice::<T>::new`] that is registered or being unregistered, whose data is
+/// initialised and stays so while `locks.dev`'s lock or `locks.users` is held: it is set and
+/// cleared only with both held, and the device's data is dropped only after it is cleared.
 ///
 /// # Examples
 ///
 /// ```
-/// use kernel::{prelude::*, rdma::{DeviceHandle, PortEvent}};
+/// use kernel::{prelude::*, rdma::{DeviceHandle, DriverId, Operations, PortEvent, TableIndex}};
 ///
-/// let handle = DeviceHandle::new()?;
+/// // A driver with no callbacks.
+/// struct NoDriver;
+/// struct Tabled;
+/// impl TableIndex for Tabled {
+///     fn table_index(&self) -> u32 {
+///         0
+///     }
+/// }
+/// #[vtable]
+/// impl Operations for NoDriver {
+///     const DRIVER_ID: DriverId = DriverId::UNKNOWN;
+///     const UVERBS_ABI_VERSION: u32 = 0;
+///     type UserContext = ();
+///     type Pd = ();
+///     type Cq = Tabled;
+///     type Qp = Tabled;
+///     type Srq = Tabled;
+///     type Ah = ();
+///     type Mr = ();
+/// }
+///
+/// let handle = DeviceHandle::<NoDriver>::new()?;
 /// // Not attached to a registered device (yet, or any more): nothing reaches the RDMA core.
 /// assert!(!handle.is_attached());
 /// assert!(!handle.dispatch_port_event(1, PortEvent::Active));
 /// assert_eq!(handle.set_netdev(1, None), Err(ENODEV));
+/// assert_eq!(handle.with_device(|_| ()), None);
 /// # Ok::<(), Error>(())
 /// ```
 #[pin_data]
-pub struct DeviceHandle {
+pub struct DeviceHandle<T: Operations> {
     #[pin]
-    dev: Mutex<Option<DevPtr>>,
+    locks: HandleLocks,
+    _driver: PhantomData<T>,
 }
 
-/// A device pointer that may be sent between threads (the `struct ib_device` is thread safe),
-/// with the type of the driver data of the device it points to.
-struct DevPtr(NonNull<bindings::ib_device>, core::any::TypeId);
+/// The locks of a [`DeviceHandle`], apart from its generic part: their lock classes are statics
+/// of one non-generic function, so every driver's handles share one class (and one name), as
+/// lockdep requires of a key.
+#[pin_data]
+struct HandleLocks {
+    /// Held by the users that may sleep, and to attach and detach.
+    #[pin]
+    users: Mutex<()>,
+    /// The device; its lock is held by the users that may not sleep.
+    #[pin]
+    dev: SpinLockIrq<Option<DevPtr>>,
+}
+
+impl HandleLocks {
+    // The names and keys are taken here, in this crate's code: `pin_init!` evaluates field
+    // initialisers inside its closure, which the calling module may compile into its own code,
+    // with its own copy of a name literal (lockdep requires one name per key).
+    #[inline(never)]
+    fn new() -> impl PinInit<Self> {
+        let users = new_mutex!((), "rdma::DeviceHandle::users");
+        let dev = new_spinlock_irq!(None, "rdma::DeviceHandle::dev");
+        pin_init!(Self {
+            users <- users,
+            dev <- dev,
+        })
+    }
+}
+
+/// A device pointer that may be sent between threads (the `struct ib_device` is thread safe).
+#[derive(Clone, Copy)]
+struct DevPtr(NonNull<bindings::ib_device>);
 
 // SAFETY: `struct ib_device` may be used from any thread.
 unsafe impl Send for DevPtr {}
 
-impl DeviceHandle {
+impl<T: Operations> DeviceHandle<T> {
     /// Creates a detached handle.
     pub fn new() -> Result<Arc<Self>> {
         Arc::pin_init(
             pin_init!(Self {
-                dev <- new_mutex!(None, "rdma::DeviceHandle::dev"),
+                locks <- HandleLocks::new(),
+                _driver: PhantomData,
             }),
             GFP_KERNEL,
         )
     }
 
-    fn attach(&self, dev: *mut bindings::ib_device, driver: core::any::TypeId) {
-        *self.dev.lock() = NonNull::new(dev).map(|d| DevPtr(d, driver));
+    fn set(&self, dev: Option<DevPtr>) {
+        let _users = self.locks.users.lock();
+        *self.locks.dev.lock() = dev;
     }
 
-    /// Runs `f` on the registered device, if it is registered and its driver data is `T`.
+    /// Runs `f` on the registered device, if it is registered.
     ///
-    /// The device stays allocated with its data initialised while `f` runs (it holds the
-    /// handle's mutex: process context only, and `f` must not unregister the device); it may be
-    /// in the middle of unregistration.
-    pub fn with_device<T: Operations, R>(&self, f: impl FnOnce(&Device<T>) -> R) -> Option<R> {
-        let guard = self.dev.lock();
+    /// Callable in any context, hard interrupt handlers included: `f` runs with a spinlock held
+    /// and interrupts off, so it must not sleep. The device stays allocated with its data
+    /// initialised while `f` runs; it may be in the middle of unregistration.
+    pub fn with_device<R>(&self, f: impl FnOnce(&Device<T>) -> R) -> Option<R> {
+        let guard = self.locks.dev.lock();
         let dev = guard.as_ref()?;
-        if dev.1 != core::any::TypeId::of::<T>() {
-            return None;
-        }
-        // SAFETY: By the type invariant the device and its data live while the lock is held, and it
-        // was allocated by `UnregisteredDevice::<T>::new` (the type ID recorded at attachment
-        // matches `T`), so its data is initialised.
+        // SAFETY: By the type invariant the device was allocated by `UnregisteredDevice::<T>::new`
+        // and lives with its data initialised while the lock is held, which it is while `f` runs.
         Some(f(unsafe { Device::from_raw(dev.0.as_ptr()) }))
-    }
-
-    fn detach(&self) {
-        *self.dev.lock() = None;
     }
 
     /// Whether the device is registered.
     pub fn is_attached(&self) -> bool {
-        self.dev.lock().is_some()
+        self.locks.dev.lock().is_some()
     }
 
-    /// Reports `event` on `port` to the RDMA core's clients. Returns whether it was reported.
+    /// Reports `event` on `port` to the RDMA core's clients, in any context (the core queues it).
+    /// Returns whether it was reported.
     pub fn dispatch_port_event(&self, port: u32, event: PortEvent) -> bool {
-        let guard = self.dev.lock();
-        let Some(dev) = guard.as_ref() else {
-            return false;
-        };
-        // SAFETY: All-zeroes is a valid `ib_event`.
-        let mut ev: bindings::ib_event = unsafe { core::mem::zeroed() };
-        ev.device = dev.0.as_ptr();
-        ev.element.port_num = port;
-        ev.event = event.as_raw();
-        // SAFETY: By the type invariant the device lives while the lock is held (registered or
-        // being unregistered, when the core still accepts events and netdev changes);
-        // `ib_dispatch_event` copies the event.
-        unsafe { bindings::ib_dispatch_event(&ev) };
-        true
+        self.with_device(|dev| {
+            // SAFETY: All-zeroes is a valid `ib_event`.
+            let mut ev: bindings::ib_event = unsafe { core::mem::zeroed() };
+            ev.device = dev.as_raw();
+            ev.element.port_num = port;
+            ev.event = event.as_raw();
+            // SAFETY: The device is valid (registered or being unregistered, when the core still
+            // accepts events); `ib_dispatch_event` copies the event, allocates atomically and
+            // defers the clients' handlers to a work item, so it may be called here.
+            unsafe { bindings::ib_dispatch_event(&ev) };
+        })
+        .is_some()
     }
 
-    /// Associates `port` with the network device `ndev`, or with none.
+    /// Associates `port` with the network device `ndev`, or with none. May sleep.
     pub fn set_netdev(&self, port: u32, ndev: Option<&net::device::Device>) -> Result {
-        let guard = self.dev.lock();
-        let Some(dev) = guard.as_ref() else {
-            return Err(ENODEV);
-        };
+        let _users = self.locks.users.lock();
+        let dev = (*self.locks.dev.lock()).ok_or(ENODEV)?;
         let ndev = ndev.map_or(core::ptr::null_mut(), |n| n.as_raw());
-        // SAFETY: By the type invariant the device lives while the lock is held (registered or
-        // being unregistered, when the core still accepts events and netdev changes);
-        // `ndev` is NULL or valid, and the core takes its own reference.
+        // SAFETY: By the type invariant the device lives while `users` is held (registered or
+        // being unregistered, when the core still accepts netdev changes); `ndev` is NULL or
+        // valid, and the core takes its own reference.
         to_result(unsafe { bindings::ib_device_set_netdev(dev.0.as_ptr(), ndev, port) })
     }
 }

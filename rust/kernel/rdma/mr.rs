@@ -17,25 +17,68 @@ pub struct MrKeys {
     pub rkey: u32,
 }
 
-/// Access rights (C's `enum ib_access_flags`).
-pub mod access {
-    use crate::bindings;
-    /// Local write.
-    pub const LOCAL_WRITE: u32 = bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE;
-    /// Remote write.
-    pub const REMOTE_WRITE: u32 = bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE;
-    /// Remote read.
-    pub const REMOTE_READ: u32 = bindings::ib_access_flags_IB_ACCESS_REMOTE_READ;
-    /// Remote atomics.
-    pub const REMOTE_ATOMIC: u32 = bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC;
-    /// Memory window binding.
-    pub const MW_BIND: u32 = bindings::ib_access_flags_IB_ACCESS_MW_BIND;
-    /// Addresses start at 0.
-    pub const ZERO_BASED: u32 = bindings::ib_access_flags_IB_ZERO_BASED;
-    /// On-demand paging.
-    pub const ON_DEMAND: u32 = bindings::ib_access_flags_IB_ACCESS_ON_DEMAND;
-    /// Relaxed ordering (optional).
-    pub const RELAXED_ORDERING: u32 = bindings::ib_access_flags_IB_ACCESS_RELAXED_ORDERING;
+crate::impl_flags!(
+    /// Access rights of a memory region, or granted to a QP's peers (C's `enum ib_access_flags`).
+    #[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
+    pub struct AccessFlags(u32);
+
+    /// One access right.
+    #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+    pub enum Access {
+        /// Local write.
+        LocalWrite = bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE,
+        /// Remote write.
+        RemoteWrite = bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE,
+        /// Remote read.
+        RemoteRead = bindings::ib_access_flags_IB_ACCESS_REMOTE_READ,
+        /// Remote atomics.
+        RemoteAtomic = bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC,
+        /// Memory window binding.
+        MwBind = bindings::ib_access_flags_IB_ACCESS_MW_BIND,
+        /// Addresses start at 0.
+        ZeroBased = bindings::ib_access_flags_IB_ZERO_BASED,
+        /// On-demand paging.
+        OnDemand = bindings::ib_access_flags_IB_ACCESS_ON_DEMAND,
+        /// Huge pages.
+        Hugetlb = bindings::ib_access_flags_IB_ACCESS_HUGETLB,
+        /// Global visibility flush.
+        FlushGlobal = bindings::ib_access_flags_IB_ACCESS_FLUSH_GLOBAL,
+        /// Persistence flush.
+        FlushPersistent = bindings::ib_access_flags_IB_ACCESS_FLUSH_PERSISTENT,
+        /// Relaxed ordering (optional: a provider may ignore it).
+        RelaxedOrdering = bindings::ib_access_flags_IB_ACCESS_RELAXED_ORDERING,
+    }
+);
+
+impl AccessFlags {
+    /// The rights C's `raw` names, if it names only rights the IB core defines. Optional bits
+    /// other than [`Access::RelaxedOrdering`], which providers may ignore, are dropped.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use kernel::rdma::{Access, AccessFlags};
+    ///
+    /// let rw = AccessFlags::from_raw(0x3).unwrap();
+    /// assert_eq!(rw, Access::LocalWrite | Access::RemoteWrite);
+    /// // Bit 15 is no right; bit 21 is an optional one nobody defined yet.
+    /// assert_eq!(AccessFlags::from_raw(1 << 15), None);
+    /// assert_eq!(AccessFlags::from_raw(1 << 21), Some(AccessFlags::empty()));
+    /// ```
+    pub fn from_raw(raw: u32) -> Option<Self> {
+        let optional = bindings::ib_access_flags_IB_ACCESS_OPTIONAL;
+        (raw & !(Self::all_bits() | optional) == 0).then_some(Self(raw & Self::all_bits()))
+    }
+
+    /// The rights of C's `raw` the IB core defines; other bits are dropped.
+    pub fn from_raw_truncate(raw: u32) -> Self {
+        Self(raw & Self::all_bits())
+    }
+
+    /// The C value.
+    pub fn as_raw(self) -> u32 {
+        self.0
+    }
 }
 
 /// The memory of a memory region of driver `T`.

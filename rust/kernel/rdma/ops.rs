@@ -6,16 +6,17 @@ use super::{
     attr::{DeviceAttr, FwVersion, GidAttr, PortAttr, PortImmutable},
     cq::{CqInitAttr, NotifyFlags, WcSink},
     device::Device,
-    mr::{Mr, MrKeys, MrType},
+    mr::{AccessFlags, Mr, MrKeys, MrType},
     objects::{
         AhStorage, Cq, CqStorage, Pd, PdStorage, Qp, QpStorage, Srq, SrqStorage, UserContext,
         UserContextStorage, Vma,
     },
-    qp::{AhAttr, QpAttr, QpInitAttr, QpQuery},
+    qp::{AhAttr, QpAttr, QpAttrMask, QpInitAttr, QpQuery},
     srq::{SrqAttr, SrqType},
     sysfs::AttributeGroup,
     table::TableIndex,
     udata::UData,
+    umem::UserCqBuffer,
     wr::{PostError, RecvWrs, SendWrs},
     DriverId, Gid, LinkLayer,
 };
@@ -149,12 +150,26 @@ pub trait Operations: Send + Sync + Sized + 'static {
     }
 
     /// Creates a CQ, for user context `ctx` (with its `udata`) or for the kernel (both `None`).
-    /// Returns its data and its actual number of entries.
+    /// Returns its data and its actual number of entries. A driver that implements
+    /// [`Operations::create_user_cq`] gets only the kernel's CQs here.
     fn create_cq(
         _dev: &Device<Self>,
         _attr: &CqInitAttr,
         _ctx: Option<&UserContext<Self>>,
         _udata: Option<&mut UData>,
+    ) -> Result<(Self::Cq, u32)> {
+        crate::build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Creates a CQ for user context `ctx`, whose ring is in user memory: `buffer` pins it,
+    /// from the command's buffer attributes or the range the driver's request (in `udata`)
+    /// names. Returns its data and its actual number of entries.
+    fn create_user_cq(
+        _dev: &Device<Self>,
+        _attr: &CqInitAttr,
+        _ctx: &UserContext<Self>,
+        _udata: &mut UData,
+        _buffer: UserCqBuffer<'_>,
     ) -> Result<(Self::Cq, u32)> {
         crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
@@ -187,21 +202,19 @@ pub trait Operations: Send + Sync + Sized + 'static {
         crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
-    /// Modifies the attributes of `qp` that `mask` names (see [`qp_attr_mask`]).
-    ///
-    /// [`qp_attr_mask`]: super::qp_attr_mask
+    /// Modifies the attributes of `qp` that `mask` names.
     fn modify_qp(
         _dev: &Device<Self>,
         _qp: &Qp<Self>,
         _attr: &QpAttr,
-        _mask: u32,
+        _mask: QpAttrMask,
         _udata: Option<&mut UData>,
     ) -> Result {
         crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// Reports the attributes of `qp` (at least those `mask` names).
-    fn query_qp(_dev: &Device<Self>, _qp: &Qp<Self>, _mask: u32) -> Result<QpQuery> {
+    fn query_qp(_dev: &Device<Self>, _qp: &Qp<Self>, _mask: QpAttrMask) -> Result<QpQuery> {
         crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -281,7 +294,11 @@ pub trait Operations: Send + Sync + Sized + 'static {
     }
 
     /// Creates an MR covering all of memory (for kernel consumers) with `access` rights.
-    fn get_dma_mr(_dev: &Device<Self>, _pd: &Pd<Self>, _access: u32) -> Result<(Self::Mr, MrKeys)> {
+    fn get_dma_mr(
+        _dev: &Device<Self>,
+        _pd: &Pd<Self>,
+        _access: AccessFlags,
+    ) -> Result<(Self::Mr, MrKeys)> {
         crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -294,7 +311,7 @@ pub trait Operations: Send + Sync + Sized + 'static {
         _start: u64,
         _length: u64,
         _virt_addr: u64,
-        _access: u32,
+        _access: AccessFlags,
         _udata: Option<&mut UData>,
     ) -> Result<(Self::Mr, MrKeys)> {
         crate::build_error!(VTABLE_DEFAULT_ERROR)
@@ -393,6 +410,7 @@ impl<T: Operations> Adapter<T> {
             alloc_pd,
             dealloc_pd,
             create_cq,
+            create_user_cq,
             destroy_cq,
             poll_cq,
             req_notify_cq,

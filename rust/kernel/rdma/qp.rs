@@ -3,11 +3,12 @@
 //! Queue pairs: creation, modification and query attributes, address vectors, events.
 
 use super::{
+    mr::AccessFlags,
     objects::{Cq, Qp, Srq},
     ops::Operations,
     Gid,
 };
-use crate::{bindings, types::Opaque};
+use crate::{bindings, error::Result, prelude::*, types::Opaque};
 use core::marker::PhantomData;
 
 /// The transport of a QP (C's `enum ib_qp_type`).
@@ -232,10 +233,10 @@ impl AhAttr {
 /// query.
 #[derive(Clone, Copy, Default, Debug)]
 pub struct QpAttr {
-    /// The state to move to / the current state (C's `enum ib_qp_state`, see [`qp_state`]).
-    pub qp_state: u32,
-    /// The state the consumer believes the QP is in.
-    pub cur_qp_state: u32,
+    /// The state to move to (with [`QpAttrFlag::State`]) / the current state (query).
+    pub qp_state: QpState,
+    /// The state the consumer believes the QP is in (with [`QpAttrFlag::CurState`]).
+    pub cur_qp_state: QpState,
     /// Path MTU (C's `enum ib_mtu`).
     pub path_mtu: u32,
     /// Path migration state.
@@ -248,8 +249,8 @@ pub struct QpAttr {
     pub sq_psn: u32,
     /// Destination QP number.
     pub dest_qp_num: u32,
-    /// C's `IB_ACCESS_*` flags for remote access.
-    pub qp_access_flags: u32,
+    /// What remote peers may do (with [`QpAttrFlag::AccessFlags`]).
+    pub qp_access_flags: AccessFlags,
     /// Queue sizes.
     pub cap: QpCap,
     /// Primary path.
@@ -287,17 +288,30 @@ pub struct QpAttr {
 }
 
 impl QpAttr {
-    pub(super) fn from_raw(a: &bindings::ib_qp_attr) -> Self {
-        Self {
-            qp_state: a.qp_state,
-            cur_qp_state: a.cur_qp_state,
+    /// The attributes of a modify with `mask`: a state the mask names must be one; the states
+    /// it does not name read as RESET.
+    pub(super) fn from_raw(a: &bindings::ib_qp_attr, mask: QpAttrMask) -> Result<Self> {
+        let state = |raw, flag| {
+            if mask.contains(flag) {
+                QpState::from_raw(raw).ok_or(EINVAL)
+            } else {
+                Ok(QpState::Reset)
+            }
+        };
+        Ok(Self {
+            qp_state: state(a.qp_state, QpAttrFlag::State)?,
+            cur_qp_state: state(a.cur_qp_state, QpAttrFlag::CurState)?,
             path_mtu: a.path_mtu,
             path_mig_state: a.path_mig_state,
             qkey: a.qkey,
             rq_psn: a.rq_psn,
             sq_psn: a.sq_psn,
             dest_qp_num: a.dest_qp_num,
-            qp_access_flags: a.qp_access_flags as u32,
+            qp_access_flags: if mask.contains(QpAttrFlag::AccessFlags) {
+                AccessFlags::from_raw(a.qp_access_flags as u32).ok_or(EINVAL)?
+            } else {
+                AccessFlags::empty()
+            },
             cap: QpCap::from_raw(&a.cap),
             ah_attr: AhAttr::from_raw(&a.ah_attr),
             alt_ah_attr: AhAttr::from_raw(&a.alt_ah_attr),
@@ -315,19 +329,19 @@ impl QpAttr {
             alt_port_num: a.alt_port_num,
             alt_timeout: a.alt_timeout,
             rate_limit: a.rate_limit,
-        }
+        })
     }
 
     pub(super) fn write_raw(&self, a: &mut bindings::ib_qp_attr) {
-        a.qp_state = self.qp_state;
-        a.cur_qp_state = self.cur_qp_state;
+        a.qp_state = self.qp_state.as_raw();
+        a.cur_qp_state = self.cur_qp_state.as_raw();
         a.path_mtu = self.path_mtu;
         a.path_mig_state = self.path_mig_state;
         a.qkey = self.qkey;
         a.rq_psn = self.rq_psn;
         a.sq_psn = self.sq_psn;
         a.dest_qp_num = self.dest_qp_num;
-        a.qp_access_flags = self.qp_access_flags as i32;
+        a.qp_access_flags = self.qp_access_flags.as_raw() as i32;
         self.cap.write_raw(&mut a.cap);
         self.ah_attr.write_raw(&mut a.ah_attr);
         self.alt_ah_attr.write_raw(&mut a.alt_ah_attr);
@@ -359,72 +373,125 @@ pub struct QpQuery {
     pub sq_sig_all: bool,
 }
 
-/// QP states (C's `enum ib_qp_state`).
-pub mod qp_state {
-    use crate::bindings;
-    /// Reset.
-    pub const RESET: u32 = bindings::ib_qp_state_IB_QPS_RESET;
-    /// Initialised.
-    pub const INIT: u32 = bindings::ib_qp_state_IB_QPS_INIT;
+/// The state of a QP (C's `enum ib_qp_state`).
+#[derive(Clone, Copy, PartialEq, Eq, Default, Debug)]
+#[repr(u32)]
+pub enum QpState {
+    /// Reset: no work, no completions.
+    #[default]
+    Reset = bindings::ib_qp_state_IB_QPS_RESET,
+    /// Initialised: receives may be posted.
+    Init = bindings::ib_qp_state_IB_QPS_INIT,
     /// Ready to receive.
-    pub const RTR: u32 = bindings::ib_qp_state_IB_QPS_RTR;
+    Rtr = bindings::ib_qp_state_IB_QPS_RTR,
     /// Ready to send.
-    pub const RTS: u32 = bindings::ib_qp_state_IB_QPS_RTS;
+    Rts = bindings::ib_qp_state_IB_QPS_RTS,
     /// Send queue drained.
-    pub const SQD: u32 = bindings::ib_qp_state_IB_QPS_SQD;
+    Sqd = bindings::ib_qp_state_IB_QPS_SQD,
     /// Send queue error.
-    pub const SQE: u32 = bindings::ib_qp_state_IB_QPS_SQE;
-    /// Error.
-    pub const ERR: u32 = bindings::ib_qp_state_IB_QPS_ERR;
+    Sqe = bindings::ib_qp_state_IB_QPS_SQE,
+    /// Error: outstanding work is flushed.
+    Err = bindings::ib_qp_state_IB_QPS_ERR,
 }
 
-/// Which attributes of a [`QpAttr`] a modify or query concerns (C's `enum ib_qp_attr_mask`).
-pub mod qp_attr_mask {
-    use crate::bindings;
-    /// `qp_state`.
-    pub const STATE: u32 = bindings::ib_qp_attr_mask_IB_QP_STATE;
-    /// `cur_qp_state`.
-    pub const CUR_STATE: u32 = bindings::ib_qp_attr_mask_IB_QP_CUR_STATE;
-    /// `en_sqd_async_notify`.
-    pub const EN_SQD_ASYNC_NOTIFY: u32 = bindings::ib_qp_attr_mask_IB_QP_EN_SQD_ASYNC_NOTIFY;
-    /// `qp_access_flags`.
-    pub const ACCESS_FLAGS: u32 = bindings::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS;
-    /// `pkey_index`.
-    pub const PKEY_INDEX: u32 = bindings::ib_qp_attr_mask_IB_QP_PKEY_INDEX;
-    /// `port_num`.
-    pub const PORT: u32 = bindings::ib_qp_attr_mask_IB_QP_PORT;
-    /// `qkey`.
-    pub const QKEY: u32 = bindings::ib_qp_attr_mask_IB_QP_QKEY;
-    /// `ah_attr`.
-    pub const AV: u32 = bindings::ib_qp_attr_mask_IB_QP_AV;
-    /// `path_mtu`.
-    pub const PATH_MTU: u32 = bindings::ib_qp_attr_mask_IB_QP_PATH_MTU;
-    /// `timeout`.
-    pub const TIMEOUT: u32 = bindings::ib_qp_attr_mask_IB_QP_TIMEOUT;
-    /// `retry_cnt`.
-    pub const RETRY_CNT: u32 = bindings::ib_qp_attr_mask_IB_QP_RETRY_CNT;
-    /// `rnr_retry`.
-    pub const RNR_RETRY: u32 = bindings::ib_qp_attr_mask_IB_QP_RNR_RETRY;
-    /// `rq_psn`.
-    pub const RQ_PSN: u32 = bindings::ib_qp_attr_mask_IB_QP_RQ_PSN;
-    /// `max_rd_atomic`.
-    pub const MAX_QP_RD_ATOMIC: u32 = bindings::ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC;
-    /// `alt_*`.
-    pub const ALT_PATH: u32 = bindings::ib_qp_attr_mask_IB_QP_ALT_PATH;
-    /// `min_rnr_timer`.
-    pub const MIN_RNR_TIMER: u32 = bindings::ib_qp_attr_mask_IB_QP_MIN_RNR_TIMER;
-    /// `sq_psn`.
-    pub const SQ_PSN: u32 = bindings::ib_qp_attr_mask_IB_QP_SQ_PSN;
-    /// `max_dest_rd_atomic`.
-    pub const MAX_DEST_RD_ATOMIC: u32 = bindings::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC;
-    /// `path_mig_state`.
-    pub const PATH_MIG_STATE: u32 = bindings::ib_qp_attr_mask_IB_QP_PATH_MIG_STATE;
-    /// `cap`.
-    pub const CAP: u32 = bindings::ib_qp_attr_mask_IB_QP_CAP;
-    /// `dest_qp_num`.
-    pub const DEST_QPN: u32 = bindings::ib_qp_attr_mask_IB_QP_DEST_QPN;
-    /// Every attribute of the IB spec (C's `IB_QP_ATTR_STANDARD_BITS`).
-    pub const STANDARD_BITS: u32 = (1 << 21) - 1;
+impl QpState {
+    /// The state C's value `raw` names, if any.
+    pub fn from_raw(raw: u32) -> Option<Self> {
+        [
+            Self::Reset,
+            Self::Init,
+            Self::Rtr,
+            Self::Rts,
+            Self::Sqd,
+            Self::Sqe,
+            Self::Err,
+        ]
+        .into_iter()
+        .find(|s| s.as_raw() == raw)
+    }
+
+    /// The C value.
+    pub const fn as_raw(self) -> u32 {
+        self as u32
+    }
+
+    /// Whether send work requests may be posted (from RTS on; in SQD, SQE and ERR they complete
+    /// with errors or wait, as the device decides).
+    pub fn may_send(self) -> bool {
+        matches!(self, Self::Rts | Self::Sqd | Self::Sqe | Self::Err)
+    }
+}
+
+crate::impl_flags!(
+    /// Which attributes of a [`QpAttr`] a modify or query concerns (C's
+    /// `enum ib_qp_attr_mask`, the attributes of the IB spec).
+    #[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
+    pub struct QpAttrMask(u32);
+
+    /// One attribute of a [`QpAttr`] (C's `IB_QP_*`).
+    #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+    pub enum QpAttrFlag {
+        /// `qp_state`.
+        State = bindings::ib_qp_attr_mask_IB_QP_STATE,
+        /// `cur_qp_state`.
+        CurState = bindings::ib_qp_attr_mask_IB_QP_CUR_STATE,
+        /// `en_sqd_async_notify`.
+        EnSqdAsyncNotify = bindings::ib_qp_attr_mask_IB_QP_EN_SQD_ASYNC_NOTIFY,
+        /// `qp_access_flags`.
+        AccessFlags = bindings::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS,
+        /// `pkey_index`.
+        PkeyIndex = bindings::ib_qp_attr_mask_IB_QP_PKEY_INDEX,
+        /// `port_num`.
+        Port = bindings::ib_qp_attr_mask_IB_QP_PORT,
+        /// `qkey`.
+        Qkey = bindings::ib_qp_attr_mask_IB_QP_QKEY,
+        /// `ah_attr`.
+        Av = bindings::ib_qp_attr_mask_IB_QP_AV,
+        /// `path_mtu`.
+        PathMtu = bindings::ib_qp_attr_mask_IB_QP_PATH_MTU,
+        /// `timeout`.
+        Timeout = bindings::ib_qp_attr_mask_IB_QP_TIMEOUT,
+        /// `retry_cnt`.
+        RetryCnt = bindings::ib_qp_attr_mask_IB_QP_RETRY_CNT,
+        /// `rnr_retry`.
+        RnrRetry = bindings::ib_qp_attr_mask_IB_QP_RNR_RETRY,
+        /// `rq_psn`.
+        RqPsn = bindings::ib_qp_attr_mask_IB_QP_RQ_PSN,
+        /// `max_rd_atomic`.
+        MaxQpRdAtomic = bindings::ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC,
+        /// `alt_ah_attr`, `alt_pkey_index`, `alt_port_num`, `alt_timeout`.
+        AltPath = bindings::ib_qp_attr_mask_IB_QP_ALT_PATH,
+        /// `min_rnr_timer`.
+        MinRnrTimer = bindings::ib_qp_attr_mask_IB_QP_MIN_RNR_TIMER,
+        /// `sq_psn`.
+        SqPsn = bindings::ib_qp_attr_mask_IB_QP_SQ_PSN,
+        /// `max_dest_rd_atomic`.
+        MaxDestRdAtomic = bindings::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC,
+        /// `path_mig_state`.
+        PathMigState = bindings::ib_qp_attr_mask_IB_QP_PATH_MIG_STATE,
+        /// `cap`.
+        Cap = bindings::ib_qp_attr_mask_IB_QP_CAP,
+        /// `dest_qp_num`.
+        DestQpn = bindings::ib_qp_attr_mask_IB_QP_DEST_QPN,
+    }
+);
+
+impl QpAttrMask {
+    /// The mask C's `raw` is, if it names only attributes of the IB spec (the extensions, such
+    /// as `IB_QP_RATE_LIMIT`, are not offered).
+    pub fn from_raw(raw: u32) -> Option<Self> {
+        (raw & !Self::all_bits() == 0).then_some(Self(raw))
+    }
+
+    /// The attributes of the IB spec that C's `raw` names; other bits are dropped.
+    pub fn from_raw_truncate(raw: u32) -> Self {
+        Self(raw & Self::all_bits())
+    }
+
+    /// The C value.
+    pub fn as_raw(self) -> u32 {
+        self.0
+    }
 }
 
 /// Whether the IB spec allows moving a QP of type `qp_type` from state `cur` to `next` with the
@@ -433,16 +500,22 @@ pub mod qp_attr_mask {
 /// # Examples
 ///
 /// ```
-/// use kernel::rdma::{modify_qp_is_ok, qp_state, QpType};
+/// use kernel::rdma::{modify_qp_is_ok, QpAttrFlag, QpAttrMask, QpState, QpType};
 ///
 /// // Any QP can go from ERR back to RESET.
-/// assert!(modify_qp_is_ok(qp_state::ERR, qp_state::RESET, QpType::Ud, 0));
-/// // States and types outside the core's table are refused, not looked up.
-/// assert!(!modify_qp_is_ok(qp_state::ERR + 1, qp_state::RESET, QpType::Ud, 0));
-/// assert!(!modify_qp_is_ok(qp_state::ERR, qp_state::RESET, QpType::Other(0xff), 0));
-/// assert!(!modify_qp_is_ok(qp_state::ERR, qp_state::RESET, QpType::Other(0x1000), 0));
+/// assert!(modify_qp_is_ok(QpState::Err, QpState::Reset, QpType::Ud, QpAttrMask::empty()));
+/// // RESET -> INIT of a UD QP needs its P_Key index, port and Q_Key.
+/// let init = QpAttrFlag::State | QpAttrFlag::PkeyIndex | QpAttrFlag::Port | QpAttrFlag::Qkey;
+/// assert!(modify_qp_is_ok(QpState::Reset, QpState::Init, QpType::Ud, init));
+/// assert!(!modify_qp_is_ok(QpState::Reset, QpState::Init, QpType::Ud, QpAttrFlag::State.into()));
+/// // Types outside the core's table are refused, not looked up.
+/// let none = QpAttrMask::empty();
+/// assert!(!modify_qp_is_ok(QpState::Err, QpState::Reset, QpType::Other(0xff), none));
+/// assert!(!modify_qp_is_ok(QpState::Err, QpState::Reset, QpType::Other(0x1000), none));
+/// // Only the IB spec's attributes make a mask.
+/// assert_eq!(QpAttrMask::from_raw(1 << 25), None);
 /// ```
-pub fn modify_qp_is_ok(cur: u32, next: u32, qp_type: QpType, mask: u32) -> bool {
+pub fn modify_qp_is_ok(cur: QpState, next: QpState, qp_type: QpType, mask: QpAttrMask) -> bool {
     let raw_type = match qp_type {
         QpType::Smi => bindings::ib_qp_type_IB_QPT_SMI,
         QpType::Gsi => bindings::ib_qp_type_IB_QPT_GSI,
@@ -454,12 +527,9 @@ pub fn modify_qp_is_ok(cur: u32, next: u32, qp_type: QpType, mask: u32) -> bool 
         QpType::Other(t) if t < bindings::ib_qp_type_IB_QPT_MAX => t,
         QpType::Other(_) => return false,
     };
-    if cur > qp_state::ERR || next > qp_state::ERR {
-        return false;
-    }
-    // SAFETY: A pure function of its arguments; the states and the type are in range (checked
-    // above), which its table lookup needs.
-    unsafe { bindings::ib_modify_qp_is_ok(cur, next, raw_type, mask) }
+    // SAFETY: A pure function of its arguments; the states (typed) and the type (checked above)
+    // are in range, which its table lookup needs.
+    unsafe { bindings::ib_modify_qp_is_ok(cur.as_raw(), next.as_raw(), raw_type, mask.as_raw()) }
 }
 
 /// Asynchronous events about a QP (C's `enum ib_event_type`, the QP subset).

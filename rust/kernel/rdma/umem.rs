@@ -4,14 +4,16 @@
 //!
 //! C header: [`include/rdma/ib_umem.h`](srctree/include/rdma/ib_umem.h)
 
-use super::{ops::Operations, Device, UData};
+#[cfg(doc)]
+use super::Access;
+use super::{ops::Operations, AccessFlags, Device, UData};
 use crate::{
     bindings,
     dma::DmaAddress,
     error::{from_err_ptr, Result},
     page::PAGE_SIZE,
 };
-use core::ptr::NonNull;
+use core::{marker::PhantomData, ptr::NonNull};
 
 /// A range of user memory, pinned and mapped for DMA by the device; unpinned when dropped.
 ///
@@ -28,8 +30,8 @@ unsafe impl Send for Umem {}
 unsafe impl Sync for Umem {}
 
 impl Umem {
-    /// Pins `size` bytes of the calling process's memory at `addr`, for access `access` (C's
-    /// `IB_ACCESS_*` flags; with `LOCAL_WRITE` or remote write the pages are pinned writable), and
+    /// Pins `size` bytes of the calling process's memory at `addr`, for access `access` (with
+    /// [`Access::LocalWrite`] or remote write the pages are pinned writable), and
     /// maps them for DMA by `dev`.
     ///
     /// The calling process is the one whose user call (`udata`) is in progress: the core pins
@@ -43,7 +45,7 @@ impl Umem {
         _udata: &UData,
         addr: u64,
         size: u64,
-        access: u32,
+        access: AccessFlags,
     ) -> Result<Self> {
         if size == 0 || addr.checked_add(size).is_none() {
             return Err(crate::error::code::EINVAL);
@@ -59,12 +61,20 @@ impl Umem {
                 0,
                 addr,
                 size,
-                access as i32,
+                access.as_raw() as i32,
             )
         })?;
         let ptr = NonNull::new(raw).ok_or(crate::error::code::ENOMEM)?;
         // INVARIANT: Just returned by `ib_umem_get_va`.
         Ok(Self { ptr })
+    }
+
+    /// The offset of the range's start in its first page (C's `ib_umem_offset()`).
+    pub fn page_offset(&self) -> usize {
+        // SAFETY: The umem is valid (type invariant); `address` is set at creation and never
+        // changes.
+        let address = unsafe { (*self.ptr.as_ptr()).address };
+        address % PAGE_SIZE
     }
 
     /// The number of `PAGE_SIZE` blocks the range covers (C's `ib_umem_num_dma_blocks()`).
@@ -94,5 +104,73 @@ impl Drop for Umem {
     fn drop(&mut self) {
         // SAFETY: By the type invariant the umem was not released yet; it is released once.
         unsafe { bindings::ib_umem_release(self.ptr.as_ptr()) };
+    }
+}
+
+/// The memory user space names for a new CQ's ring: the buffer attributes of the create command
+/// (a range of its memory or a dma-buf), which the RDMA core resolves, or else the range the
+/// driver's own request names.
+///
+/// Given to [`Operations::create_user_cq`] only.
+///
+/// [`Operations::create_user_cq`]: super::Operations::create_user_cq
+///
+/// # Invariants
+///
+/// `attrs` is the attribute bundle of a uverbs CQ creation of the current process, in progress
+/// for `'a`.
+pub struct UserCqBuffer<'a> {
+    attrs: NonNull<bindings::uverbs_attr_bundle>,
+    _call: PhantomData<&'a ()>,
+}
+
+impl UserCqBuffer<'_> {
+    /// Wraps the attribute bundle of a CQ creation.
+    ///
+    /// # Safety
+    ///
+    /// `attrs` must be the attribute bundle of a uverbs CQ creation of the current process, in
+    /// progress for the returned value's lifetime.
+    pub(super) unsafe fn from_raw(attrs: NonNull<bindings::uverbs_attr_bundle>) -> Self {
+        // INVARIANT: Guaranteed by the caller.
+        Self {
+            attrs,
+            _call: PhantomData,
+        }
+    }
+
+    /// Pins the ring's memory for access `access` and maps it for DMA by `dev` (C's
+    /// `ib_umem_get_cq_buf_or_va()`): the buffer the command's attributes name, which must be at
+    /// least `len` bytes long, or else `len` bytes at `addr` (the range the driver's own request
+    /// names).
+    ///
+    /// Fails as [`Umem::get`] does, and with `EINVAL` for buffer attributes that contradict each
+    /// other or a buffer shorter than `len`.
+    pub fn pin<T: Operations>(
+        self,
+        dev: &Device<T>,
+        addr: u64,
+        len: u64,
+        access: AccessFlags,
+    ) -> Result<Umem> {
+        if len == 0 || addr.checked_add(len).is_none() {
+            return Err(crate::error::code::EINVAL);
+        }
+        let len = usize::try_from(len).map_err(|_| crate::error::code::EINVAL)?;
+        // SAFETY: `dev` is a live device and, by the type invariant, `attrs` the bundle of a CQ
+        // creation of the current process in progress, on that device: `current->mm` is the
+        // caller's, and the core checks the attributes and the range itself.
+        let raw = from_err_ptr(unsafe {
+            bindings::ib_umem_get_cq_buf_or_va(
+                dev.as_raw(),
+                self.attrs.as_ptr(),
+                addr,
+                len,
+                access.as_raw() as i32,
+            )
+        })?;
+        let ptr = NonNull::new(raw).ok_or(crate::error::code::ENOMEM)?;
+        // INVARIANT: Just returned by the core's umem constructor, not released.
+        Ok(Umem { ptr })
     }
 }

@@ -4,7 +4,7 @@
 //! `struct ib_recv_wr` chains).
 
 use super::{
-    mr::Mr,
+    mr::{AccessFlags, Mr},
     objects::{Ah, Qp},
     ops::Operations,
 };
@@ -42,29 +42,55 @@ unsafe fn sge_slice<'a>(list: *const bindings::ib_sge, num: i32) -> &'a [Sge] {
     unsafe { core::slice::from_raw_parts(list.cast::<Sge>(), num as usize) }
 }
 
-/// Work request opcodes (C's `enum ib_wr_opcode`).
-pub mod wr_opcode {
-    use crate::bindings;
+/// What a send work request does (C's `enum ib_wr_opcode`, the opcodes of the IB spec).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u32)]
+pub enum WrOpcode {
     /// RDMA write.
-    pub const RDMA_WRITE: u32 = bindings::ib_wr_opcode_IB_WR_RDMA_WRITE;
+    RdmaWrite = bindings::ib_wr_opcode_IB_WR_RDMA_WRITE,
     /// RDMA write with immediate data.
-    pub const RDMA_WRITE_WITH_IMM: u32 = bindings::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM;
+    RdmaWriteWithImm = bindings::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM,
     /// Send.
-    pub const SEND: u32 = bindings::ib_wr_opcode_IB_WR_SEND;
+    Send = bindings::ib_wr_opcode_IB_WR_SEND,
     /// Send with immediate data.
-    pub const SEND_WITH_IMM: u32 = bindings::ib_wr_opcode_IB_WR_SEND_WITH_IMM;
+    SendWithImm = bindings::ib_wr_opcode_IB_WR_SEND_WITH_IMM,
     /// RDMA read.
-    pub const RDMA_READ: u32 = bindings::ib_wr_opcode_IB_WR_RDMA_READ;
+    RdmaRead = bindings::ib_wr_opcode_IB_WR_RDMA_READ,
     /// Atomic compare and swap.
-    pub const ATOMIC_CMP_AND_SWP: u32 = bindings::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP;
+    AtomicCmpAndSwp = bindings::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP,
     /// Atomic fetch and add.
-    pub const ATOMIC_FETCH_AND_ADD: u32 = bindings::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD;
+    AtomicFetchAndAdd = bindings::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD,
     /// Send with invalidate.
-    pub const SEND_WITH_INV: u32 = bindings::ib_wr_opcode_IB_WR_SEND_WITH_INV;
+    SendWithInv = bindings::ib_wr_opcode_IB_WR_SEND_WITH_INV,
     /// Local invalidate.
-    pub const LOCAL_INV: u32 = bindings::ib_wr_opcode_IB_WR_LOCAL_INV;
+    LocalInv = bindings::ib_wr_opcode_IB_WR_LOCAL_INV,
     /// Fast registration of an MR.
-    pub const REG_MR: u32 = bindings::ib_wr_opcode_IB_WR_REG_MR;
+    RegMr = bindings::ib_wr_opcode_IB_WR_REG_MR,
+}
+
+impl WrOpcode {
+    /// The opcode C's value `raw` names, if it is one of these.
+    pub fn from_raw(raw: u32) -> Option<Self> {
+        [
+            Self::RdmaWrite,
+            Self::RdmaWriteWithImm,
+            Self::Send,
+            Self::SendWithImm,
+            Self::RdmaRead,
+            Self::AtomicCmpAndSwp,
+            Self::AtomicFetchAndAdd,
+            Self::SendWithInv,
+            Self::LocalInv,
+            Self::RegMr,
+        ]
+        .into_iter()
+        .find(|op| *op as u32 == raw)
+    }
+
+    /// Whether the request carries immediate data.
+    pub fn has_imm(self) -> bool {
+        matches!(self, Self::SendWithImm | Self::RdmaWriteWithImm)
+    }
 }
 
 /// Send flags (C's `enum ib_send_flags`).
@@ -119,7 +145,7 @@ pub struct RegFields<'a, T: Operations> {
     /// The new key.
     pub key: u32,
     /// Access rights.
-    pub access: u32,
+    pub access: AccessFlags,
 }
 
 /// A send work request of driver `T`'s QP.
@@ -152,9 +178,10 @@ impl<'a, T: Operations> SendWr<'a, T> {
         unsafe { self.raw.__bindgen_anon_1.wr_id }
     }
 
-    /// The opcode (see [`wr_opcode`]).
-    pub fn opcode(&self) -> u32 {
-        self.raw.opcode
+    /// The opcode; `None` for one beyond the IB spec's (LSO, memory windows, driver-specific),
+    /// which no driver is offered.
+    pub fn opcode(&self) -> Option<WrOpcode> {
+        WrOpcode::from_raw(self.raw.opcode)
     }
 
     /// Send flags (see [`send_flags`]).
@@ -181,8 +208,8 @@ impl<'a, T: Operations> SendWr<'a, T> {
 
     /// The remote side, for RDMA reads and writes.
     pub fn rdma(&self) -> Option<RdmaFields> {
-        use wr_opcode::*;
-        if self.datagram || ![RDMA_WRITE, RDMA_WRITE_WITH_IMM, RDMA_READ].contains(&self.opcode()) {
+        use WrOpcode::*;
+        if self.datagram || !matches!(self.opcode()?, RdmaWrite | RdmaWriteWithImm | RdmaRead) {
             return None;
         }
         // SAFETY: By the type invariant an RDMA work request is the head of an `ib_rdma_wr`.
@@ -195,8 +222,8 @@ impl<'a, T: Operations> SendWr<'a, T> {
 
     /// The operands, for atomics.
     pub fn atomic(&self) -> Option<AtomicFields> {
-        use wr_opcode::*;
-        if self.datagram || ![ATOMIC_CMP_AND_SWP, ATOMIC_FETCH_AND_ADD].contains(&self.opcode()) {
+        use WrOpcode::*;
+        if self.datagram || !matches!(self.opcode()?, AtomicCmpAndSwp | AtomicFetchAndAdd) {
             return None;
         }
         // SAFETY: By the type invariant an atomic work request is the head of an
@@ -230,9 +257,10 @@ impl<'a, T: Operations> SendWr<'a, T> {
         })
     }
 
-    /// The MR and its new key, for fast registrations.
+    /// The MR, its new key and its access rights, for fast registrations (`None` also for
+    /// rights the IB core does not define).
     pub fn reg(&self) -> Option<RegFields<'a, T>> {
-        if self.datagram || self.opcode() != wr_opcode::REG_MR {
+        if self.datagram || self.opcode()? != WrOpcode::RegMr {
             return None;
         }
         // SAFETY: By the type invariant a REG_MR work request is the head of an `ib_reg_wr`.
@@ -244,7 +272,7 @@ impl<'a, T: Operations> SendWr<'a, T> {
             // SAFETY: The consumer holds the MR, one of this device's, for the post.
             mr: unsafe { Mr::from_raw(r.mr) },
             key: r.key,
-            access: r.access as u32,
+            access: AccessFlags::from_raw(r.access as u32)?,
         })
     }
 }

@@ -7,7 +7,9 @@
 //! hands back is checked on the way in.
 
 use crate::abi::{self, wc_opcode as dev_wc, wr_opcode as dev_wr};
-use kernel::rdma::{self, wc_opcode as ib_wc, wr_opcode as ib_wr, AhAttr, Gid, QpAttr, QpCap};
+use kernel::rdma::{
+    self, wc_opcode as ib_wc, AccessFlags, AhAttr, Gid, QpAttr, QpCap, QpState, WrOpcode,
+};
 
 /// The core's completion opcode for the device's (C's `pvrdma_wc_opcode_to_ib`).
 pub(crate) fn wc_opcode_to_ib(op: u32) -> u32 {
@@ -53,21 +55,20 @@ pub(crate) fn network_type_to_ib(t: u8) -> u8 {
     }
 }
 
-/// The device's work request opcode for the core's, if the device has one.
-pub(crate) fn wr_opcode_to_pvrdma(op: u32) -> Option<u32> {
-    Some(match op {
-        ib_wr::RDMA_WRITE => dev_wr::RDMA_WRITE,
-        ib_wr::RDMA_WRITE_WITH_IMM => dev_wr::RDMA_WRITE_WITH_IMM,
-        ib_wr::SEND => dev_wr::SEND,
-        ib_wr::SEND_WITH_IMM => dev_wr::SEND_WITH_IMM,
-        ib_wr::RDMA_READ => dev_wr::RDMA_READ,
-        ib_wr::ATOMIC_CMP_AND_SWP => dev_wr::ATOMIC_CMP_AND_SWP,
-        ib_wr::ATOMIC_FETCH_AND_ADD => dev_wr::ATOMIC_FETCH_AND_ADD,
-        ib_wr::SEND_WITH_INV => dev_wr::SEND_WITH_INV,
-        ib_wr::LOCAL_INV => dev_wr::LOCAL_INV,
-        ib_wr::REG_MR => dev_wr::FAST_REG_MR,
-        _ => return None,
-    })
+/// The device's work request opcode for the core's (every opcode of the IB spec has one).
+pub(crate) fn wr_opcode_to_pvrdma(op: WrOpcode) -> u32 {
+    match op {
+        WrOpcode::RdmaWrite => dev_wr::RDMA_WRITE,
+        WrOpcode::RdmaWriteWithImm => dev_wr::RDMA_WRITE_WITH_IMM,
+        WrOpcode::Send => dev_wr::SEND,
+        WrOpcode::SendWithImm => dev_wr::SEND_WITH_IMM,
+        WrOpcode::RdmaRead => dev_wr::RDMA_READ,
+        WrOpcode::AtomicCmpAndSwp => dev_wr::ATOMIC_CMP_AND_SWP,
+        WrOpcode::AtomicFetchAndAdd => dev_wr::ATOMIC_FETCH_AND_ADD,
+        WrOpcode::SendWithInv => dev_wr::SEND_WITH_INV,
+        WrOpcode::LocalInv => dev_wr::LOCAL_INV,
+        WrOpcode::RegMr => dev_wr::FAST_REG_MR,
+    }
 }
 
 /// The device's address vector for the core's (C's `rdma_ah_attr_to_pvrdma`).
@@ -137,15 +138,15 @@ fn port_u8(port: u32) -> u8 {
 /// The device's QP attributes for the core's (C's `pvrdma_modify_qp` body).
 pub(crate) fn qp_attr_to_pvrdma(a: &QpAttr) -> abi::QpAttr {
     abi::QpAttr {
-        qp_state: a.qp_state,
-        cur_qp_state: a.cur_qp_state,
+        qp_state: a.qp_state.as_raw(),
+        cur_qp_state: a.cur_qp_state.as_raw(),
         path_mtu: a.path_mtu,
         path_mig_state: a.path_mig_state,
         qkey: a.qkey,
         rq_psn: a.rq_psn,
         sq_psn: a.sq_psn,
         dest_qp_num: a.dest_qp_num,
-        qp_access_flags: a.qp_access_flags,
+        qp_access_flags: a.qp_access_flags.as_raw(),
         pkey_index: a.pkey_index,
         alt_pkey_index: a.alt_pkey_index,
         en_sqd_async_notify: a.en_sqd_async_notify,
@@ -169,13 +170,7 @@ pub(crate) fn qp_attr_to_pvrdma(a: &QpAttr) -> abi::QpAttr {
 /// The core's QP attributes for what the device reports; an unknown state is reported as the
 /// error state.
 pub(crate) fn qp_attr_from_pvrdma(a: &abi::QpAttr) -> QpAttr {
-    let state = |s: u32| {
-        if s <= rdma::qp_state::ERR {
-            s
-        } else {
-            rdma::qp_state::ERR
-        }
-    };
+    let state = |s: u32| QpState::from_raw(s).unwrap_or(QpState::Err);
     QpAttr {
         qp_state: state(a.qp_state),
         cur_qp_state: state(a.cur_qp_state),
@@ -185,7 +180,7 @@ pub(crate) fn qp_attr_from_pvrdma(a: &abi::QpAttr) -> QpAttr {
         rq_psn: a.rq_psn,
         sq_psn: a.sq_psn,
         dest_qp_num: a.dest_qp_num,
-        qp_access_flags: a.qp_access_flags,
+        qp_access_flags: AccessFlags::from_raw_truncate(a.qp_access_flags),
         cap: cap_from_pvrdma(&a.cap),
         ah_attr: ah_attr_from_pvrdma(&a.ah_attr),
         alt_ah_attr: ah_attr_from_pvrdma(&a.alt_ah_attr),

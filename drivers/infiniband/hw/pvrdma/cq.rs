@@ -16,7 +16,8 @@ use kernel::{
     page::PAGE_SIZE,
     prelude::*,
     rdma::{
-        self, access, CqInitAttr, TableIndex, UData, Umem, UserContext, WcSink, WorkCompletion,
+        self, Access, CqInitAttr, TableIndex, UData, Umem, UserContext, UserCqBuffer, WcSink,
+        WorkCompletion,
     },
     sync::SpinLockIrq,
 };
@@ -78,12 +79,12 @@ fn qp_handle_of(cqe: &Cqe) -> Option<u32> {
 }
 
 impl Cq {
-    /// Creates a CQ (see [`rdma::Operations::create_cq`]).
+    /// Creates a kernel CQ, or a user CQ for a context with its udata and ring buffer (see
+    /// [`rdma::Operations::create_cq`] and [`rdma::Operations::create_user_cq`]).
     pub(crate) fn new(
         dev: &rdma::Device<IbDev>,
         attr: &CqInitAttr,
-        ctx: Option<&UserContext<IbDev>>,
-        udata: Option<&mut UData>,
+        user: Option<(&UserContext<IbDev>, &mut UData, UserCqBuffer<'_>)>,
     ) -> Result<(Cq, u32)> {
         if attr.flags() != 0 {
             return Err(EOPNOTSUPP);
@@ -101,21 +102,27 @@ impl Cq {
         // state, whatever memory it was given.
         let ring_pages = 1 + (entries as usize * core::mem::size_of::<Cqe>()).div_ceil(PAGE_SIZE);
 
-        let (ring, pdir_dma, npages, user_reply) = match udata {
-            Some(udata) => {
+        let ctx_handle = user.as_ref().map_or(0, |(ctx, ..)| ctx.ctx_handle);
+        let (ring, pdir_dma, npages, user_reply) = match user {
+            Some((_, udata, buffer)) => {
                 let req: UserCreateCq = udata.read()?;
-                // The ring state is at the start of the first page the device maps.
-                if req.buf_addr % PAGE_SIZE as u64 != 0 {
+                // The provider's buffer (as its request states it, or as the command's buffer
+                // attributes name it, then at least as long) must hold the ring; all of it is
+                // pinned and given to the device, which must be able to map it.
+                if u64::from(req.buf_size) < (ring_pages * PAGE_SIZE) as u64 {
                     return Err(EINVAL);
                 }
-                let umem = Umem::get(
+                let umem = buffer.pin(
                     dev,
-                    udata,
                     req.buf_addr,
                     req.buf_size.into(),
-                    access::LOCAL_WRITE,
+                    Access::LocalWrite.into(),
                 )?;
-                if umem.num_pages() > PAGE_DIR_MAX_PAGES || umem.num_pages() < ring_pages {
+                // The ring state is at the start of the first page the device maps.
+                if umem.page_offset() != 0
+                    || umem.num_pages() > PAGE_DIR_MAX_PAGES
+                    || umem.num_pages() < ring_pages
+                {
                     return Err(EINVAL);
                 }
                 let pdir = PageDir::for_user(pdev, &[&umem])?;
@@ -141,7 +148,7 @@ impl Cq {
 
         let cmd = CmdCreateCq {
             pdir_dma,
-            ctx_handle: ctx.map_or(0, |c| c.ctx_handle),
+            ctx_handle,
             cqe: entries,
             nchunks: npages as u32,
             ..Default::default()

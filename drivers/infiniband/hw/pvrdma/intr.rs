@@ -12,7 +12,7 @@ use kernel::{
     io::Io,
     irq::{self, IrqReturn},
     prelude::*,
-    rdma::{self, DeviceHandle, PortEvent},
+    rdma::{DeviceHandle, PortEvent},
     sync::Arc,
 };
 
@@ -43,11 +43,11 @@ impl irq::Handler for ResponseIrq {
     }
 }
 
-/// Vector 1: async events. Threaded, because reporting an event goes through the
-/// [`DeviceHandle`]'s mutex.
+/// Vector 1: async events, reported to the objects' consumers and the core from the hard
+/// interrupt handler, as the C driver does (both may be called there).
 pub(crate) struct AsyncEventIrq {
     pub(crate) hw: Arc<Hw>,
-    pub(crate) events: Arc<DeviceHandle>,
+    pub(crate) events: Arc<DeviceHandle<IbDev>>,
 }
 
 impl AsyncEventIrq {
@@ -72,17 +72,15 @@ impl AsyncEventIrq {
         let (kind, handle) = (eqe.kind, eqe.info);
         let delivered = match kind {
             QP_FATAL | QP_REQ_ERR | QP_ACCESS_ERR | COMM_EST | SQ_DRAINED | PATH_MIG
-            | PATH_MIG_ERR | QP_LAST_WQE_REACHED => {
-                self.events.with_device(|dev: &rdma::Device<IbDev>| {
-                    dev.with_qp(handle, |qp| qp.dispatch_event(kind))
-                })
-            }
-            CQ_ERR => self.events.with_device(|dev: &rdma::Device<IbDev>| {
-                dev.with_cq(handle, |cq| cq.dispatch_event(kind))
-            }),
-            SRQ_ERR | SRQ_LIMIT_REACHED => self.events.with_device(|dev: &rdma::Device<IbDev>| {
-                dev.with_srq(handle, |srq| srq.dispatch_event(kind))
-            }),
+            | PATH_MIG_ERR | QP_LAST_WQE_REACHED => self
+                .events
+                .with_device(|dev| dev.with_qp(handle, |qp| qp.dispatch_event(kind))),
+            CQ_ERR => self
+                .events
+                .with_device(|dev| dev.with_cq(handle, |cq| cq.dispatch_event(kind))),
+            SRQ_ERR | SRQ_LIMIT_REACHED => self
+                .events
+                .with_device(|dev| dev.with_srq(handle, |srq| srq.dispatch_event(kind))),
             _ => return false,
         };
         if delivered.flatten().is_none() {
@@ -113,23 +111,23 @@ impl AsyncEventIrq {
     }
 }
 
-impl irq::ThreadedHandler for AsyncEventIrq {
-    fn handle_threaded(&self) -> IrqReturn {
+impl irq::Handler for AsyncEventIrq {
+    fn handle(&self) -> IrqReturn {
         self.hw.drain_async_events(|eqe| self.handle_event(eqe));
         IrqReturn::Handled
     }
 }
 
-/// Vector 2: CQ notifications. Threaded, because reaching the CQs goes through the
-/// [`DeviceHandle`]'s mutex.
+/// Vector 2: CQ notifications, passed to the CQs' completion handlers from the hard interrupt
+/// handler, as the C driver does (the RDMA core requires completion handlers to allow it).
 pub(crate) struct CqNotifyIrq {
     pub(crate) hw: Arc<Hw>,
-    pub(crate) events: Arc<DeviceHandle>,
+    pub(crate) events: Arc<DeviceHandle<IbDev>>,
 }
 
-impl irq::ThreadedHandler for CqNotifyIrq {
-    fn handle_threaded(&self) -> IrqReturn {
-        self.events.with_device(|dev: &rdma::Device<IbDev>| {
+impl irq::Handler for CqNotifyIrq {
+    fn handle(&self) -> IrqReturn {
+        self.events.with_device(|dev| {
             self.hw.drain_cq_notifications(|handle| {
                 // A notification for a CQ destroyed meanwhile names nothing.
                 if dev.with_cq(handle, |cq| cq.complete()).is_none() {

@@ -5,6 +5,7 @@
 
 use crate::{
     abi::{CTL_UNQUIESCE, PCI_DEVICE_ID_VMWARE_VMXNET3, PORT},
+    device::IbDev,
     hw::Hw,
 };
 use kernel::{
@@ -34,7 +35,7 @@ pub(crate) fn paired_function(pdev: &pci::Device) -> Result<ARef<pci::Device>> {
 /// Follows the paired network device's registration and link state.
 pub(crate) struct LinkWatcher {
     pub(crate) hw: Arc<Hw>,
-    pub(crate) events: Arc<DeviceHandle>,
+    pub(crate) events: Arc<DeviceHandle<IbDev>>,
     /// The vmxnet3 PCI function whose network device is ours.
     pub(crate) vmxnet3: ARef<pci::Device>,
 }

@@ -13,7 +13,7 @@ use kernel::{
     new_spinlock_irq,
     page::PAGE_SHIFT,
     prelude::*,
-    rdma::{self, MrKeys, MrType, UData, Umem},
+    rdma::{self, Access, AccessFlags, MrKeys, MrType, UData, Umem},
     sync::SpinLockIrq,
 };
 
@@ -69,7 +69,7 @@ impl Mr {
         start: u64,
         length: u64,
         virt_addr: u64,
-        access: u32,
+        access: AccessFlags,
         udata: &UData,
     ) -> Result<(Mr, MrKeys)> {
         if length == 0 || length > dev.caps.max_mr_size {
@@ -86,7 +86,7 @@ impl Mr {
             length,
             pdir_dma: pdir.dma_handle(),
             pd_handle: pd.handle,
-            access_flags: access,
+            access_flags: access.as_raw(),
             flags: 0,
             nchunks: pdir.npages() as u32,
             ..Default::default()
@@ -106,22 +106,22 @@ impl Mr {
     pub(crate) fn dma(
         dev: &rdma::Device<IbDev>,
         pd: &rdma::Pd<IbDev>,
-        access: u32,
+        access: AccessFlags,
     ) -> Result<(Mr, MrKeys)> {
         // A DMA MR covers all of guest memory: only local write access, as C allows (with
         // `IB_PD_UNSAFE_GLOBAL_RKEY` remote access would hand out a key to all of it).
-        if access & !rdma::access::LOCAL_WRITE != 0 {
+        if access & !AccessFlags::from(Access::LocalWrite) != AccessFlags::empty() {
             dev_warn!(
                 dev.hw.dev(),
                 "unsupported DMA MR access flags {:#x}\n",
-                access
+                access.as_raw()
             );
             return Err(EOPNOTSUPP);
         }
         let reservation = dev.counts.mrs.take(dev.caps.max_mr)?;
         let cmd = CmdCreateMr {
             pd_handle: pd.handle,
-            access_flags: access,
+            access_flags: access.as_raw(),
             flags: MR_FLAG_DMA,
             ..Default::default()
         };
@@ -200,7 +200,11 @@ impl Mr {
 
     /// The fast-register part of a `REG_MR` work request for `mr`, with its page list entered in
     /// the directory the device will read.
-    pub(crate) fn fast_reg_wr(mr: &rdma::Mr<IbDev>, key: u32, access: u32) -> Result<SqWrFastReg> {
+    pub(crate) fn fast_reg_wr(
+        mr: &rdma::Mr<IbDev>,
+        key: u32,
+        access: AccessFlags,
+    ) -> Result<SqWrFastReg> {
         let MrMemory::FastReg { pdir, list } = &mr.memory else {
             return Err(EINVAL);
         };
@@ -220,7 +224,7 @@ impl Mr {
             page_shift,
             page_list_len: list.len as u32,
             length: u32::try_from(mr.length()).map_err(|_| EINVAL)?,
-            access_flags: access,
+            access_flags: access.as_raw(),
             rkey: key,
             ..Default::default()
         })

@@ -76,8 +76,8 @@ struct Pvrdma {
     _link: Pin<KBox<net::notifier::Registration<LinkWatcher>>>,
     _ib: Devres<rdma::Registration<IbDev>>,
     _interrupts: InterruptsEnabled,
-    _cq_irq: Option<pci::ThreadedIrqHandler<CqNotifyIrq>>,
-    _async_irq: Option<pci::ThreadedIrqHandler<AsyncEventIrq>>,
+    _cq_irq: Option<pci::IrqHandler<CqNotifyIrq>>,
+    _async_irq: Option<pci::IrqHandler<AsyncEventIrq>>,
     _response_irq: pci::IrqHandler<ResponseIrq>,
     _hw: Arc<Hw>,
 }
@@ -148,7 +148,7 @@ impl Pvrdma {
             },
         )?;
         let async_irq = if vectors.len() > 1 {
-            Some(vectors.request_threaded_irq(
+            Some(vectors.request_irq(
                 1,
                 irq::Flags::TRIGGER_NONE,
                 NAME,
@@ -161,7 +161,7 @@ impl Pvrdma {
             None
         };
         let cq_irq = if vectors.len() > 2 {
-            Some(vectors.request_threaded_irq(
+            Some(vectors.request_irq(
                 2,
                 irq::Flags::TRIGGER_NONE,
                 NAME,

@@ -21,13 +21,21 @@ use kernel::{
     page::PAGE_SIZE,
     prelude::*,
     rdma::{
-        self, qp_attr_mask as mask, qp_state, QpAttr, QpCap, QpInitAttr, QpQuery, QpType,
+        self, QpAttr, QpAttrFlag as Attr, QpAttrMask, QpCap, QpInitAttr, QpQuery, QpState, QpType,
         TableIndex, UData, Umem, UserContext,
     },
     sync::{Mutex, SpinLockIrq},
 };
 
 mod post;
+
+/// The most inline data a user QP is granted per send: what one send WQE could carry beside its
+/// header (a WQE never straddles a page). The device gathers an inline send through its SGEs like
+/// any other send (QEMU's model drops the flag), so the provider's sends work at any size up to
+/// this; larger requests are refused rather than granted less than asked. Kernel QPs get none:
+/// kernel consumers put CPU addresses in inline SGEs, which the device would take for DMA
+/// addresses.
+const MAX_USER_INLINE_DATA: u32 = (PAGE_SIZE - size_of::<SqWqeHdr>()) as u32;
 
 /// Where a QP's rings live.
 enum QpRings {
@@ -50,7 +58,8 @@ enum QpRings {
 pub(crate) struct Qp {
     handle: u32,
     qp_type: QpType,
-    /// The state as the driver last set or saw it (C's `qp->state`); changed under `modify`.
+    /// The state as the driver last set or saw it (C's `qp->state`, a [`QpState`]); changed
+    /// under `modify`.
     state: AtomicU32,
     /// Serialises modify and query (C's `qp->mutex`).
     modify: Pin<KBox<Mutex<()>>>,
@@ -156,10 +165,16 @@ impl Qp {
         let mut cap = attr.cap();
         // Whoever sizes the rings (the provider or `kernel_sizes`), the device must take them.
         let caps = &dev.caps;
+        let max_inline_data = if udata.is_some() {
+            MAX_USER_INLINE_DATA
+        } else {
+            0
+        };
         if cap.max_send_wr > caps.max_qp_wr
             || cap.max_recv_wr > caps.max_qp_wr
             || cap.max_send_sge > caps.max_sge
             || cap.max_recv_sge > caps.max_sge
+            || cap.max_inline_data > max_inline_data
         {
             return Err(EINVAL);
         }
@@ -178,18 +193,24 @@ impl Qp {
                     return Err(EOPNOTSUPP);
                 }
                 // The device writes the ring state (the consumer index) in the first page.
-                const WRITABLE: u32 = rdma::access::LOCAL_WRITE;
+                const WRITABLE: rdma::Access = rdma::Access::LocalWrite;
                 let recv = match srq {
                     None => Some(Umem::get(
                         dev,
                         udata,
                         req.rbuf_addr,
                         req.rbuf_size.into(),
-                        WRITABLE,
+                        WRITABLE.into(),
                     )?),
                     Some(_) => None,
                 };
-                let send = Umem::get(dev, udata, req.sbuf_addr, req.sbuf_size.into(), WRITABLE)?;
+                let send = Umem::get(
+                    dev,
+                    udata,
+                    req.sbuf_addr,
+                    req.sbuf_size.into(),
+                    WRITABLE.into(),
+                )?;
                 let send_pages = send.num_pages();
                 // The device lays the rings out from the counts in the command, not from the
                 // memory: rings too small for them would have it read and write past them.
@@ -260,8 +281,6 @@ impl Qp {
         if total_pages > PAGE_DIR_MAX_PAGES || send_pages < QP_NUM_HEADER_PAGES as usize {
             return Err(EINVAL);
         }
-        // Inline data is not supported.
-        cap.max_inline_data = 0;
 
         let pdir_dma = match &rings {
             QpRings::User { _pdir, .. } => _pdir.dma_handle(),
@@ -279,7 +298,7 @@ impl Qp {
             max_recv_sge: cap.max_recv_sge,
             max_inline_data: cap.max_inline_data,
             lkey: 0,
-            access_flags: rdma::access::LOCAL_WRITE,
+            access_flags: rdma::Access::LocalWrite as u32,
             total_chunks: u16::try_from(total_pages).map_err(|_| EINVAL)?,
             send_chunks: u16::try_from(send_pages - QP_NUM_HEADER_PAGES as usize)
                 .map_err(|_| EINVAL)?,
@@ -298,7 +317,7 @@ impl Qp {
         let qp = Qp {
             handle,
             qp_type,
-            state: AtomicU32::new(qp_state::RESET),
+            state: AtomicU32::new(QpState::Reset.as_raw()),
             modify: KBox::pin_init(new_mutex!((), "pvrdma::Qp::modify"), GFP_KERNEL)?,
             qkey: AtomicU32::new(0),
             port: attr.port_num(),
@@ -318,7 +337,7 @@ impl Qp {
             qp.destroy(dev);
             return Err(EIO);
         }
-        // User QPs keep the sizes their provider chose; no QP gets inline data.
+        // User QPs keep the sizes their provider chose (and the inline size they asked for).
         attr.set_cap(&cap);
         if let Some(udata) = udata {
             let reply = UserCreateQpResp {
@@ -356,23 +375,26 @@ impl Qp {
         drop(self);
     }
 
+    /// The state as the driver last set or saw it.
+    pub(crate) fn state(&self) -> QpState {
+        // Only `QpState` values are stored.
+        QpState::from_raw(self.state.load(Ordering::Relaxed)).unwrap_or(QpState::Err)
+    }
+
     /// Modifies a QP (see [`rdma::Operations::modify_qp`]).
     pub(crate) fn modify(
         &self,
         dev: &rdma::Device<IbDev>,
         attr: &QpAttr,
-        attr_mask: u32,
+        attr_mask: QpAttrMask,
     ) -> Result {
-        if attr_mask & !mask::STANDARD_BITS != 0 {
-            return Err(EOPNOTSUPP);
-        }
         let _guard = self.modify.lock();
-        let cur = if attr_mask & mask::CUR_STATE != 0 {
+        let cur = if attr_mask.contains(Attr::CurState) {
             attr.cur_qp_state
         } else {
-            self.state.load(Ordering::Relaxed)
+            self.state()
         };
-        let next = if attr_mask & mask::STATE != 0 {
+        let next = if attr_mask.contains(Attr::State) {
             attr.qp_state
         } else {
             cur
@@ -380,33 +402,40 @@ impl Qp {
         if !rdma::modify_qp_is_ok(cur, next, self.qp_type, attr_mask) {
             return Err(EINVAL);
         }
-        if attr_mask & mask::PORT != 0 && attr.port_num != crate::abi::PORT {
+        if attr_mask.contains(Attr::Port) && attr.port_num != crate::abi::PORT {
             return Err(EINVAL);
         }
-        if attr_mask & mask::MIN_RNR_TIMER != 0 && attr.min_rnr_timer > 31 {
+        if attr_mask.contains(Attr::MinRnrTimer) && attr.min_rnr_timer > 31 {
             return Err(EINVAL);
         }
-        if attr_mask & mask::PKEY_INDEX != 0
+        if attr_mask.contains(Attr::PkeyIndex)
             && u32::from(attr.pkey_index) >= u32::from(dev.caps.max_pkeys)
         {
             return Err(EINVAL);
         }
         check_attr_ranges(attr, attr_mask)?;
-        if attr_mask & mask::QKEY != 0 {
+        if attr_mask.contains(Attr::MaxDestRdAtomic)
+            && u32::from(attr.max_dest_rd_atomic) > rd_atomic_limit(dev.caps.max_qp_rd_atom)
+            || attr_mask.contains(Attr::MaxQpRdAtomic)
+                && u32::from(attr.max_rd_atomic) > rd_atomic_limit(dev.caps.max_qp_init_rd_atom)
+        {
+            return Err(EINVAL);
+        }
+        if attr_mask.contains(Attr::Qkey) {
             self.qkey.store(attr.qkey, Ordering::Relaxed);
         }
-        if cur == next && cur == qp_state::RESET {
+        if cur == next && cur == QpState::Reset {
             return Ok(());
         }
         let cmd = CmdModifyQp {
             qp_handle: self.handle,
-            attr_mask,
+            attr_mask: attr_mask.as_raw(),
             attrs: qp_attr_to_pvrdma(attr),
             ..Default::default()
         };
         let _: crate::abi::RespNoop = dev.hw.command(opcode_verbs::MODIFY_QP, &cmd)?;
-        self.state.store(next, Ordering::Relaxed);
-        if next == qp_state::RESET {
+        self.state.store(next.as_raw(), Ordering::Relaxed);
+        if next == QpState::Reset {
             // A QP back in RESET has no work: what it completed before must not be polled as
             // completions of the work posted after it is reused (C's `pvrdma_reset_qp`).
             flush_cqs(dev, self);
@@ -416,28 +445,33 @@ impl Qp {
     }
 
     /// Queries a QP (see [`rdma::Operations::query_qp`]).
-    pub(crate) fn query(&self, dev: &rdma::Device<IbDev>, attr_mask: u32) -> Result<QpQuery> {
+    pub(crate) fn query(
+        &self,
+        dev: &rdma::Device<IbDev>,
+        attr_mask: QpAttrMask,
+    ) -> Result<QpQuery> {
         let _guard = self.modify.lock();
         let mut q = QpQuery {
             init_cap: self.cap,
             ..Default::default()
         };
-        if self.state.load(Ordering::Relaxed) == qp_state::RESET {
-            q.attr.qp_state = qp_state::RESET;
+        if self.state() == QpState::Reset {
+            q.attr.qp_state = QpState::Reset;
             q.attr.cap = self.cap;
             q.attr.port_num = self.port;
             return Ok(q);
         }
         let cmd = CmdQueryQp {
             qp_handle: self.handle,
-            attr_mask,
+            attr_mask: attr_mask.as_raw(),
             ..Default::default()
         };
         let resp: RespQueryQp = dev.hw.command(opcode_verbs::QUERY_QP, &cmd)?;
         q.attr = qp_attr_from_pvrdma(&resp.attrs);
         q.attr.cur_qp_state = q.attr.qp_state;
         q.init_cap = cap_from_pvrdma(&resp.attrs.cap);
-        self.state.store(q.attr.qp_state, Ordering::Relaxed);
+        self.state
+            .store(q.attr.qp_state.as_raw(), Ordering::Relaxed);
         Ok(q)
     }
 }
@@ -453,20 +487,28 @@ fn flush_cqs(dev: &rdma::Device<IbDev>, qp: &Qp) {
     }
 }
 
+/// The most RDMA reads and atomics a QP may have outstanding (as responder or as initiator), given
+/// the maximum the device reports. A reported 0 means QEMU 7.2's model, which leaves both maxima
+/// unset in its capabilities yet programs a depth of 1 into every RC QP it creates
+/// (`hw/rdma/rdma_backend.c`): 1 is what it honours, and refusing it would refuse every RC
+/// connection (the C driver passes any depth to the device unchecked).
+fn rd_atomic_limit(reported: u32) -> u32 {
+    reported.max(1)
+}
+
 /// Checks the attributes whose range the IB spec fixes (the C driver passes them to the device
-/// unchecked). The RDMA read depths are not checked against the device's maxima: QEMU 7.2
-/// reports 0 for both, and every RC consumer asks for at least 1.
-fn check_attr_ranges(attr: &QpAttr, attr_mask: u32) -> Result {
-    let bad = |bit: u32, ok: bool| attr_mask & bit != 0 && !ok;
+/// unchecked).
+fn check_attr_ranges(attr: &QpAttr, attr_mask: QpAttrMask) -> Result {
+    let bad = |flag: Attr, ok: bool| attr_mask.contains(flag) && !ok;
     if bad(
-        mask::ACCESS_FLAGS,
-        attr.qp_access_flags & !abi::access::ALL == 0,
+        Attr::AccessFlags,
+        attr.qp_access_flags.as_raw() & !abi::access::ALL == 0,
     ) || bad(
-        mask::PATH_MTU,
+        Attr::PathMtu,
         (abi::mtu::MTU_256..=abi::mtu::MTU_4096).contains(&attr.path_mtu),
-    ) || bad(mask::RETRY_CNT, attr.retry_cnt <= 7)
-        || bad(mask::RNR_RETRY, attr.rnr_retry <= 7)
-        || bad(mask::TIMEOUT, attr.timeout <= 31)
+    ) || bad(Attr::RetryCnt, attr.retry_cnt <= 7)
+        || bad(Attr::RnrRetry, attr.rnr_retry <= 7)
+        || bad(Attr::Timeout, attr.timeout <= 31)
     {
         return Err(EINVAL);
     }

@@ -54,7 +54,7 @@ impl Srq {
             udata,
             req.buf_addr,
             req.buf_size.into(),
-            rdma::access::LOCAL_WRITE,
+            rdma::Access::LocalWrite.into(),
         )?;
         if umem.num_pages() > PAGE_DIR_MAX_PAGES {
             return Err(EINVAL);

@@ -17,9 +17,10 @@ use core::fmt::Write;
 use kernel::{
     prelude::*,
     rdma::{
-        self, AhAttr, CqInitAttr, DeviceAttr, FwVersion, Gid, GidAttr, LinkLayer, MrKeys, MrType,
-        NotifyFlags, PortAttr, PortImmutable, PostError, QpAttr, QpInitAttr, QpQuery, RecvWrs,
-        SendWrs, SrqAttr, SrqType, UData, UserContext, Vma, WcSink,
+        self, AccessFlags, AhAttr, CqInitAttr, DeviceAttr, FwVersion, Gid, GidAttr, LinkLayer,
+        MrKeys, MrType, NotifyFlags, PortAttr, PortImmutable, PostError, QpAttr, QpAttrMask,
+        QpInitAttr, QpQuery, RecvWrs, SendWrs, SrqAttr, SrqType, UData, UserContext, UserCqBuffer,
+        Vma, WcSink,
     },
 };
 
@@ -119,9 +120,23 @@ impl rdma::Operations for IbDev {
         dev: &rdma::Device<Self>,
         attr: &CqInitAttr,
         ctx: Option<&UserContext<Self>>,
-        udata: Option<&mut UData>,
+        _udata: Option<&mut UData>,
     ) -> Result<(Cq, u32)> {
-        Cq::new(dev, attr, ctx, udata)
+        // User CQs come through `create_user_cq`.
+        if ctx.is_some() {
+            return Err(EINVAL);
+        }
+        Cq::new(dev, attr, None)
+    }
+
+    fn create_user_cq(
+        dev: &rdma::Device<Self>,
+        attr: &CqInitAttr,
+        ctx: &UserContext<Self>,
+        udata: &mut UData,
+        buffer: UserCqBuffer<'_>,
+    ) -> Result<(Cq, u32)> {
+        Cq::new(dev, attr, Some((ctx, udata, buffer)))
     }
 
     fn destroy_cq(dev: &rdma::Device<Self>, cq: Cq) {
@@ -154,13 +169,17 @@ impl rdma::Operations for IbDev {
         dev: &rdma::Device<Self>,
         qp: &rdma::Qp<Self>,
         attr: &QpAttr,
-        mask: u32,
+        mask: QpAttrMask,
         _udata: Option<&mut UData>,
     ) -> Result {
         qp.modify(dev, attr, mask)
     }
 
-    fn query_qp(dev: &rdma::Device<Self>, qp: &rdma::Qp<Self>, mask: u32) -> Result<QpQuery> {
+    fn query_qp(
+        dev: &rdma::Device<Self>,
+        qp: &rdma::Qp<Self>,
+        mask: QpAttrMask,
+    ) -> Result<QpQuery> {
         qp.query(dev, mask)
     }
 
@@ -230,7 +249,7 @@ impl rdma::Operations for IbDev {
     fn get_dma_mr(
         dev: &rdma::Device<Self>,
         pd: &rdma::Pd<Self>,
-        access: u32,
+        access: AccessFlags,
     ) -> Result<(Mr, MrKeys)> {
         Mr::dma(dev, pd, access)
     }
@@ -241,7 +260,7 @@ impl rdma::Operations for IbDev {
         start: u64,
         length: u64,
         virt_addr: u64,
-        access: u32,
+        access: AccessFlags,
         udata: Option<&mut UData>,
     ) -> Result<(Mr, MrKeys)> {
         // Only a user call has memory to pin; the core's kernel callers (RDS) register user

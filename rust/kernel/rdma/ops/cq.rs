@@ -5,10 +5,12 @@
 use super::super::{
     cq::{CqInitAttr, NotifyFlags, WcSink},
     objects::Cq,
+    umem::UserCqBuffer,
 };
 use super::tabled::CqKind;
 use super::{Adapter, Operations};
 use crate::{bindings, error::from_result, ffi::c_int, prelude::*};
+use core::ptr::NonNull;
 
 impl<T: Operations> Adapter<T> {
     /// The C callback.
@@ -33,6 +35,45 @@ impl<T: Operations> Adapter<T> {
             };
             let create = || {
                 let (data, cqe) = T::create_cq(dev, attr, ctx, udata)?;
+                // SAFETY: The core reads the number of entries once the creation succeeded.
+                unsafe { (*ibcq).cqe = cqe.min(i32::MAX as u32) as i32 };
+                Ok(data)
+            };
+            // SAFETY: The core allocated the CQ for `dev`; its data is not initialised.
+            unsafe { Self::create_tabled::<CqKind<T>>(dev, ibcq, create) }?;
+            Ok(0)
+        })
+    }
+
+    /// The C callback.
+    ///
+    /// # Safety
+    ///
+    /// Only the C side calls it, with the arguments it documents for this callback.
+    pub(super) unsafe extern "C" fn create_user_cq(
+        ibcq: *mut bindings::ib_cq,
+        attr: *const bindings::ib_cq_init_attr,
+        attrs: *mut bindings::uverbs_attr_bundle,
+    ) -> c_int {
+        from_result(|| {
+            // The core calls this for CQs of user contexts only, with their uverbs call's bundle.
+            let bundle = NonNull::new(attrs).ok_or(EINVAL)?;
+            // SAFETY: The core passes a CQ it allocated with `size_ib_cq` bytes for one of
+            // `T`'s devices, valid attributes, and the bundle of a CQ creation by the current
+            // process, in progress during this call.
+            let (dev, attr, (ctx, udata), buffer) = unsafe {
+                (
+                    Self::dev((*ibcq).device),
+                    CqInitAttr::from_raw(attr),
+                    Self::user(bindings::uverbs_attr_bundle_udata(attrs)),
+                    UserCqBuffer::from_raw(bundle),
+                )
+            };
+            let (Some(ctx), Some(udata)) = (ctx, udata) else {
+                return Err(EINVAL);
+            };
+            let create = || {
+                let (data, cqe) = T::create_user_cq(dev, attr, ctx, udata, buffer)?;
                 // SAFETY: The core reads the number of entries once the creation succeeded.
                 unsafe { (*ibcq).cqe = cqe.min(i32::MAX as u32) as i32 };
                 Ok(data)

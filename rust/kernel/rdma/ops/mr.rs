@@ -3,7 +3,7 @@
 //! Trampolines of memory regions, which the abstraction (not the core) allocates.
 
 use super::super::{
-    mr::{Mr, MrKeys, MrStorage, MrType},
+    mr::{AccessFlags, Mr, MrKeys, MrStorage, MrType},
     objects::Pd,
 };
 use super::{Adapter, Operations};
@@ -35,7 +35,10 @@ impl<T: Operations> Adapter<T> {
     ) -> *mut bindings::ib_mr {
         // SAFETY: The core passes a live PD of one of `T`'s devices.
         let (dev, pd) = unsafe { (Self::dev((*ibpd).device), Pd::<T>::from_raw(ibpd)) };
-        Self::new_mr(|| T::get_dma_mr(dev, pd, access as u32))
+        let Some(access) = AccessFlags::from_raw(access as u32) else {
+            return EINVAL.to_ptr();
+        };
+        Self::new_mr(|| T::get_dma_mr(dev, pd, access))
     }
 
     /// The C callback.
@@ -56,6 +59,9 @@ impl<T: Operations> Adapter<T> {
         if !dmah.is_null() {
             return EOPNOTSUPP.to_ptr();
         }
+        let Some(access) = AccessFlags::from_raw(access as u32) else {
+            return EINVAL.to_ptr();
+        };
         // SAFETY: The core passes a live PD of one of `T`'s devices and the udata of the uverbs
         // call.
         let (dev, pd, (_, udata)) = unsafe {
@@ -65,7 +71,7 @@ impl<T: Operations> Adapter<T> {
                 Self::user(udata),
             )
         };
-        Self::new_mr(|| T::reg_user_mr(dev, pd, start, length, virt_addr, access as u32, udata))
+        Self::new_mr(|| T::reg_user_mr(dev, pd, start, length, virt_addr, access, udata))
     }
 
     /// The C callback.

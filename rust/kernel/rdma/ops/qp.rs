@@ -4,11 +4,11 @@
 
 use super::super::{
     objects::{Pd, Qp},
-    qp::{QpAttr, QpInitAttr},
+    qp::{QpAttr, QpAttrMask, QpInitAttr},
 };
 use super::tabled::QpKind;
 use super::{Adapter, Operations};
-use crate::{bindings, error::from_result, ffi::c_int};
+use crate::{bindings, error::from_result, ffi::c_int, prelude::*};
 
 impl<T: Operations> Adapter<T> {
     /// The C callback.
@@ -57,16 +57,18 @@ impl<T: Operations> Adapter<T> {
         udata: *mut bindings::ib_udata,
     ) -> c_int {
         from_result(|| {
+            // Attributes beyond the IB spec's are not offered to drivers.
+            let mask = QpAttrMask::from_raw(mask as u32).ok_or(EOPNOTSUPP)?;
             // SAFETY: The core passes a live QP of one of `T`'s devices and valid attributes.
             let (dev, qp, attr, (_, udata)) = unsafe {
                 (
                     Self::dev((*ibqp).device),
                     Qp::<T>::from_raw(ibqp),
-                    QpAttr::from_raw(&*attr),
+                    QpAttr::from_raw(&*attr, mask)?,
                     Self::user(udata),
                 )
             };
-            T::modify_qp(dev, qp, &attr, mask as u32, udata)?;
+            T::modify_qp(dev, qp, &attr, mask, udata)?;
             Ok(0)
         })
     }
@@ -85,7 +87,7 @@ impl<T: Operations> Adapter<T> {
         from_result(|| {
             // SAFETY: The core passes a live QP of one of `T`'s devices.
             let (dev, qp) = unsafe { (Self::dev((*ibqp).device), Qp::<T>::from_raw(ibqp)) };
-            let q = T::query_qp(dev, qp, mask as u32)?;
+            let q = T::query_qp(dev, qp, QpAttrMask::from_raw_truncate(mask as u32))?;
             // SAFETY: The core passes both structs valid for writes, and the live QP for reads.
             unsafe {
                 q.attr.write_raw(&mut *attr);

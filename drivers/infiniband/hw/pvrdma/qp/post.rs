@@ -14,7 +14,7 @@ use crate::{
 use core::sync::atomic::Ordering;
 use kernel::{
     prelude::*,
-    rdma::{self, qp_state, PostError, QpType, RecvWrs, SendWrs},
+    rdma::{self, PostError, QpState, QpType, RecvWrs, SendWrs, WrOpcode},
     sync::SpinLockIrq,
 };
 
@@ -29,8 +29,7 @@ impl Qp {
             return Err(refused(EINVAL));
         };
         // Below RTS a send can only fail; from RTS on the device judges.
-        let state = self.state.load(Ordering::Relaxed);
-        if !(qp_state::RTS..=qp_state::ERR).contains(&state) {
+        if !self.state().may_send() {
             return Err(refused(EINVAL));
         }
         post_all(dev, self, UAR_QP_SEND, pdir, sq, wrs, |ring, pdir, wr| {
@@ -52,7 +51,7 @@ impl Qp {
         else {
             return Err(refused(EINVAL));
         };
-        if self.state.load(Ordering::Relaxed) == qp_state::RESET {
+        if self.state() == QpState::Reset {
             return Err(refused(EINVAL));
         }
         post_all(dev, self, UAR_QP_RECV, pdir, rq, wrs, |ring, pdir, wr| {
@@ -116,8 +115,13 @@ fn post_all<W>(
 
 /// Builds the device's send WQE header for `wr`.
 fn send_wqe(qp: &Qp, wr: &rdma::SendWr<'_, IbDev>) -> Result<SqWqeHdr> {
-    let opcode = wr.opcode();
-    let dev_opcode = wr_opcode_to_pvrdma(opcode).ok_or(EINVAL)?;
+    // No kernel QP is granted inline data (`MAX_USER_INLINE_DATA`): its SGEs would hold CPU
+    // addresses the device takes for DMA addresses.
+    if wr.send_flags() & rdma::send_flags::INLINE != 0 {
+        return Err(EINVAL);
+    }
+    let opcode = wr.opcode().ok_or(EINVAL)?;
+    let dev_opcode = wr_opcode_to_pvrdma(opcode);
     let num_sge = u32::try_from(wr.num_sge()).map_err(|_| EINVAL)?;
     // The `wr_id` the device sees is set by `WorkQueue::push`.
     let mut hdr = SqWqeHdr {
@@ -126,13 +130,13 @@ fn send_wqe(qp: &Qp, wr: &rdma::SendWr<'_, IbDev>) -> Result<SqWqeHdr> {
         send_flags: wr.send_flags() & abi::send_flags::ALL,
         ..Default::default()
     };
-    use rdma::wr_opcode as op;
-    if opcode == op::SEND_WITH_IMM || opcode == op::RDMA_WRITE_WITH_IMM {
+    use WrOpcode as Op;
+    if opcode.has_imm() {
         hdr.ex = wr.ex();
     }
     match qp.qp_type {
         QpType::Ud | QpType::Gsi => {
-            if opcode != op::SEND && opcode != op::SEND_WITH_IMM {
+            if !matches!(opcode, Op::Send | Op::SendWithImm) {
                 return Err(EINVAL);
             }
             let ud = wr.ud().ok_or(EINVAL)?;
@@ -150,7 +154,7 @@ fn send_wqe(qp: &Qp, wr: &rdma::SendWr<'_, IbDev>) -> Result<SqWqeHdr> {
             .into();
         }
         QpType::Rc => match opcode {
-            op::RDMA_READ | op::RDMA_WRITE | op::RDMA_WRITE_WITH_IMM => {
+            Op::RdmaRead | Op::RdmaWrite | Op::RdmaWriteWithImm => {
                 let r = wr.rdma().ok_or(EINVAL)?;
                 hdr.wr = SqWrRdma {
                     remote_addr: r.remote_addr,
@@ -159,13 +163,13 @@ fn send_wqe(qp: &Qp, wr: &rdma::SendWr<'_, IbDev>) -> Result<SqWqeHdr> {
                 }
                 .into();
             }
-            op::LOCAL_INV | op::SEND_WITH_INV => hdr.ex = wr.ex(),
-            op::REG_MR => {
+            Op::LocalInv | Op::SendWithInv => hdr.ex = wr.ex(),
+            Op::RegMr => {
                 let reg = wr.reg().ok_or(EINVAL)?;
                 hdr.wr = crate::mr::Mr::fast_reg_wr(reg.mr, reg.key, reg.access)?.into();
             }
-            op::SEND | op::SEND_WITH_IMM => {}
-            op::ATOMIC_CMP_AND_SWP | op::ATOMIC_FETCH_AND_ADD => {
+            Op::Send | Op::SendWithImm => {}
+            Op::AtomicCmpAndSwp | Op::AtomicFetchAndAdd => {
                 let a = wr.atomic().ok_or(EINVAL)?;
                 hdr.wr = SqWrAtomic {
                     remote_addr: a.remote_addr,
@@ -176,7 +180,6 @@ fn send_wqe(qp: &Qp, wr: &rdma::SendWr<'_, IbDev>) -> Result<SqWqeHdr> {
                 }
                 .into();
             }
-            _ => return Err(EINVAL),
         },
         _ => return Err(EINVAL),
     }
