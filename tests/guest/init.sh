@@ -94,18 +94,38 @@ stage() {
 	log "stage: $1"
 }
 
-# finish: collects dmesg and leak reports, writes `done`, powers off. Never returns.
+# wait_until_aged SINCE: sleeps until 6 s have passed since uptime SINCE (if
+# given): kmemleak reports only objects older than 5 s (MSECS_MIN_AGE).
+wait_until_aged() {
+	[ -n "$1" ] || return 0
+	lab_wait=$(awk -v now="$(uptime_now)" -v since="$1" 'BEGIN { d = 6 - (now - since); printf "%.2f", (d > 0 ? d : 0) }')
+	log "kmemleak: waiting ${lab_wait}s for the driver's last allocations to age"
+	sleep "$lab_wait"
+}
+
+# finish: collects the taint, leak reports and dmesg, writes `done`, powers
+# off. Never returns.
 finish() {
 	stage collect
-	if [ -w /sys/kernel/debug/kmemleak ]; then
-		# Two scans: kmemleak reports an object only if it was unreferenced and
-		# unchanged (same checksum) in two scans, and at least 5 s old; the
-		# first scan takes longer than that under TCG.
-		log "kmemleak: scanning"
-		echo scan >/sys/kernel/debug/kmemleak
+	# Judged by the runner: O (the out-of-tree module) and N (KUnit ran) are
+	# expected, any other taint is trouble.
+	cat /proc/sys/kernel/tainted >"$R/tainted" 2>/dev/null
+	if [ ! -e /sys/kernel/debug/kmemleak ]; then
+		echo "absent (no /sys/kernel/debug/kmemleak)" >"$R/kmemleak-state"
+	elif echo scan >/sys/kernel/debug/kmemleak 2>/dev/null; then
+		# kmemleak reports an object unreferenced and unchanged (same
+		# checksum) in two scans and, at the second, older than 5 s: that
+		# scan waits until the driver's last activity (rmmod) is 6 s old, so
+		# that what the remove path leaks is reported too.
+		log "kmemleak: scanned"
+		wait_until_aged "$lab_driver_idle"
 		log "kmemleak: scanning again"
 		echo scan >/sys/kernel/debug/kmemleak
 		cat /sys/kernel/debug/kmemleak >"$R/kmemleak.txt" 2>&1
+		echo scanned >"$R/kmemleak-state"
+	else
+		# kmemleak switches itself off for good on an internal error.
+		echo "disabled (a scan was refused)" >"$R/kmemleak-state"
 	fi
 	dmesg >"$R/dmesg.txt" 2>&1
 	cat /proc/modules >"$R/modules-after.txt" 2>&1
@@ -237,5 +257,6 @@ if timeout 60 rmmod "$LAB_MODULE_NAME" >>"$R/init.log" 2>&1; then
 else
 	echo "rmmod $LAB_MODULE_NAME failed or hung (status $?)" >"$R/teardown"
 fi
+lab_driver_idle=$(uptime_now)
 log "teardown: $(cat "$R/teardown")"
 finish

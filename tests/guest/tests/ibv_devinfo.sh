@@ -1,5 +1,5 @@
 #!/bin/sh
-# lab-about: ibv_devinfo -v shows the pvrdma device, port 1 PORT_ACTIVE, link layer Ethernet and the GID of 192.0.2.1; rdma link shows the link
+# lab-about: ibv_devinfo -v shows the pvrdma device, port 1 PORT_ACTIVE, link layer Ethernet, the GID of 192.0.2.1, a non-zero node GUID and system image GUID (the C driver's 0 is noted); rdma link shows the link
 # lab-timeout: 120
 . "$LAB_DIR/lib.sh"
 
@@ -20,6 +20,19 @@ lab_expect "$out" "^[[:space:]]+link_layer:[[:space:]]+Ethernet\$" "link layer"
 gid=$(lab_ipv4_gid "$LAB_IP")
 lab_expect "$out" "^[[:space:]]+GID\[ *$LAB_GID_INDEX\]:[[:space:]]+$gid, RoCE v1\$" "GID of $LAB_IP"
 lab_note "ibv_devinfo: $LAB_DEV port 1 PORT_ACTIVE, Ethernet, GID[$LAB_GID_INDEX] $gid (RoCE v1)"
+
+# The system image GUID: QEMU's model leaves it 0, which rdma-core takes for
+# "none"; the Rust driver reports the node GUID then, the C driver the 0.
+node_guid=$(sed -n 's/^[[:space:]]*node_guid:[[:space:]]*//p' "$out")
+image_guid=$(sed -n 's/^[[:space:]]*sys_image_guid:[[:space:]]*//p' "$out")
+[ -n "$node_guid" ] && [ "$node_guid" != 0000:0000:0000:0000 ] || lab_fail "node_guid is '$node_guid'"
+if [ "$image_guid" = 0000:0000:0000:0000 ] && [ "${LAB_DRIVER:-}" = c ]; then
+	lab_note "sys_image_guid 0 (the C driver reports the device model's unset value)"
+elif [ -z "$image_guid" ] || [ "$image_guid" = 0000:0000:0000:0000 ]; then
+	lab_fail "sys_image_guid is '$image_guid' (node_guid $node_guid)"
+else
+	lab_note "sys_image_guid $image_guid (node_guid $node_guid)"
+fi
 
 # The kernel side of the same facts.
 driver=$(basename "$(readlink "/sys/class/infiniband/$LAB_DEV/device/driver")")

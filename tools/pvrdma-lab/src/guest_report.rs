@@ -12,6 +12,8 @@
 //! | `notes.txt`   | what the test measured or proved, one line each (`lab_summary`)|
 //! | `teardown`    | `ok`, or why rmmod of the driver failed                        |
 //! | `dmesg.txt`   | the kernel log after the test and rmmod                        |
+//! | `tainted`     | `/proc/sys/kernel/tainted` at the end                          |
+//! | `kmemleak-state` | `scanned`, or why kmemleak could not scan (absent, disabled) |
 //! | `kmemleak.txt`| kmemleak's report, if the kernel has kmemleak                  |
 //! | `done`        | written last: the guest finished reporting                     |
 //!
@@ -53,6 +55,10 @@ pub struct GuestReport {
     pub dmesg: Option<String>,
     /// kmemleak's report.
     pub kmemleak: Option<String>,
+    /// The kernel's taint flags at the end.
+    pub tainted: Option<u64>,
+    /// `Ok(())` if kmemleak scanned, else why it could not; None if init never said.
+    pub kmemleak_state: Option<Result<(), String>>,
 }
 
 /// Reads a guest file as text (lossily), at most [`MAX_READ`] bytes.
@@ -134,6 +140,14 @@ pub fn read(dir: &Path) -> GuestReport {
         teardown: ok_or_message(read_line(&dir.join("teardown"))),
         dmesg: read_text(&dir.join("dmesg.txt")),
         kmemleak: read_text(&dir.join("kmemleak.txt")),
+        tainted: read_line(&dir.join("tainted")).and_then(|l| l.parse().ok()),
+        kmemleak_state: read_line(&dir.join("kmemleak-state")).map(|l| {
+            if l == "scanned" {
+                Ok(())
+            } else {
+                Err(l)
+            }
+        }),
     }
 }
 
@@ -158,6 +172,8 @@ mod tests {
         fs::write(dir.join("teardown"), "rmmod hung\n").unwrap();
         fs::write(dir.join("done"), "done\n").unwrap();
         fs::write(dir.join("notes.txt"), "ib_write_bw: 1 MB/s\n\n\tx\n").unwrap();
+        fs::write(dir.join("tainted"), "4096\n").unwrap();
+        fs::write(dir.join("kmemleak-state"), "absent (no kmemleak)\n").unwrap();
         let report = read(&dir);
         fs::remove_dir_all(&dir).unwrap();
         assert!(report.done);
@@ -168,6 +184,11 @@ mod tests {
         assert_eq!(report.first_failure.as_deref(), Some("size 1: bad"));
         assert_eq!(report.teardown, Some(Err("rmmod hung".to_string())));
         assert_eq!(report.notes, ["ib_write_bw: 1 MB/s", "x"]);
+        assert_eq!(report.tainted, Some(4096));
+        assert_eq!(
+            report.kmemleak_state,
+            Some(Err("absent (no kmemleak)".to_string()))
+        );
     }
 
     #[test]

@@ -30,6 +30,7 @@ const REPORT_ANYWHERE: &[(&str, &str)] = &[
     ("inconsistent lock state", "lockdep report"),
     ("suspicious RCU usage", "lockdep report"),
     ("suspected memory leak", "kmemleak report"),
+    ("Kernel memory leak detector disabled", "kmemleak disabled"),
     ("list_add corruption", "list corruption"),
     ("list_del corruption", "list corruption"),
 ];

@@ -9,8 +9,8 @@
 //! kernel problem of a C-driver run lies in such a report, the problems are set
 //! aside, the test is judged on the rest, and its TAP line says `# TODO` with
 //! the bug's cause. A problem outside such a report (another report, a second
-//! report elsewhere in the log, a kmemleak finding), or any report with the Rust
-//! driver, is still a failure.
+//! report elsewhere in the log, a kmemleak finding, a taint but the W of a known
+//! WARN), or any report with the Rust driver, is still a failure.
 
 use crate::cli::Driver;
 use crate::kernel_log::{kernel_message, Problem};
@@ -227,6 +227,13 @@ pub fn excuse(driver: Driver, problems: &[Problem], dmesg: &str) -> Option<&'sta
             .filter(|r| bug.forms.iter().any(|form| r.has_form(form)))
             .collect();
         problems.iter().all(|p| {
+            // A WARN taints the kernel (W): that taint is the known report's too.
+            if crate::verdict::is_warning_taint(p) {
+                return known.iter().any(|r| {
+                    r.lines()
+                        .any(|line| line.trim_start().starts_with("WARNING:"))
+                });
+            }
             known
                 .iter()
                 .any(|r| r.lines().any(|line| line.trim_start() == p.message))
@@ -337,6 +344,25 @@ mod tests {
             assert!(excused(Driver::C, log), "{log}");
             assert!(!excused(Driver::Rust, log), "{log}");
         }
+    }
+
+    #[test]
+    fn the_warning_taint_of_a_known_warn_is_excused_with_it() {
+        use crate::verdict::taint_problem;
+        let warned = taint_problem(1 << 9 | 1 << 12).unwrap();
+        let died = taint_problem(1 << 7 | 1 << 9).unwrap();
+        // LOCKDEP is a WARN: its W taint goes with it.
+        let mut problems = scan(LOCKDEP);
+        problems.push(warned.clone());
+        assert!(excuse(Driver::C, &problems, LOCKDEP).is_some());
+        // UNLOCKED is a spinlock BUG, which taints nothing: a W is another report's.
+        let mut problems = scan(UNLOCKED);
+        problems.push(warned);
+        assert!(excuse(Driver::C, &problems, UNLOCKED).is_none());
+        // Any other taint is never the known bug's.
+        let mut problems = scan(LOCKDEP);
+        problems.push(died);
+        assert!(excuse(Driver::C, &problems, LOCKDEP).is_none());
     }
 
     #[test]

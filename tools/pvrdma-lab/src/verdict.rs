@@ -69,7 +69,55 @@ pub fn kernel_problems(evidence: &Evidence) -> Vec<Problem> {
             message: format!("kmemleak: {leaks} unreferenced object(s) (see kmemleak.txt)"),
         });
     }
+    // A leak check that did not run found nothing: the lab's kernel has kmemleak.
+    if let Some(Err(why)) = &evidence.report.kmemleak_state {
+        problems.push(Problem {
+            kind: "kmemleak unavailable",
+            message: format!("kmemleak could not scan: {why}"),
+        });
+    }
+    if let Some(problem) = evidence.report.tainted.and_then(taint_problem) {
+        problems.push(problem);
+    }
     problems
+}
+
+/// The kernel's taint flags, by bit (`Documentation/admin-guide/tainted-kernels.rst`).
+const TAINT_FLAGS: &[u8; 20] = b"PFSRMBUDAWCIOELKXTNJ";
+
+/// The taints a lab test is expected to leave: O (bit 12, an out-of-tree module was loaded:
+/// the Rust driver) and N (bit 18, KUnit tests ran: the `kunit` test).
+const EXPECTED_TAINT: u64 = 1 << 12 | 1 << 18;
+
+/// The kind of the problems [`taint_problem`] makes.
+const TAINT: &str = "taint";
+
+/// Whether `problem` is a taint whose only unexpected flag is W (a warning was printed), which a
+/// known WARN report explains.
+pub fn is_warning_taint(problem: &Problem) -> bool {
+    problem.kind == TAINT && problem.message.ends_with(": W")
+}
+
+/// A problem if the kernel's taint `tainted` has a flag a test must not leave (W: a warning
+/// was printed, D: the kernel died, L: a soft lockup, B: bad page, ...).
+pub fn taint_problem(tainted: u64) -> Option<Problem> {
+    let unexpected = tainted & !EXPECTED_TAINT;
+    if unexpected == 0 {
+        return None;
+    }
+    let flags: String = (0..64)
+        .filter(|bit| unexpected & (1 << bit) != 0)
+        .map(|bit| {
+            TAINT_FLAGS
+                .get(bit)
+                .map_or_else(|| format!("bit {bit}"), |&c| char::from(c).to_string())
+        })
+        .collect::<Vec<_>>()
+        .join(" ");
+    Some(Problem {
+        kind: TAINT,
+        message: format!("kernel tainted {tainted:#x}: {flags}"),
+    })
 }
 
 /// The verdict on one test, given the kernel problems found in its logs.
@@ -243,6 +291,49 @@ mod tests {
             cause.starts_with("guest did not report: QEMU exited (signal 11 (SIGSEGV))"),
             "{cause}"
         );
+    }
+
+    #[test]
+    fn expected_taints_pass_others_fail() {
+        let mut report = passed_report();
+        // O (out-of-tree module) and N (KUnit ran).
+        report.tainted = Some(1 << 12 | 1 << 18);
+        report.kmemleak_state = Some(Ok(()));
+        assert_eq!(verdict(&report, exited(), ""), Verdict::Pass);
+        // W (a warning) besides O.
+        report.tainted = Some(1 << 12 | 1 << 9);
+        let Verdict::Fail {
+            cause,
+            kernel_problem,
+        } = verdict(&report, exited(), "")
+        else {
+            panic!("passed");
+        };
+        assert!(kernel_problem);
+        assert_eq!(cause, "kernel taint: kernel tainted 0x1200: W");
+        assert_eq!(
+            taint_problem(1 << 4 | 1 << 40).unwrap().message,
+            "kernel tainted 0x10000000010: M bit 40"
+        );
+    }
+
+    #[test]
+    fn kmemleak_that_could_not_scan_fails() {
+        let mut report = passed_report();
+        report.kmemleak_state = Some(Err("disabled (a scan was refused)".to_string()));
+        let Verdict::Fail { cause, .. } = verdict(&report, exited(), "") else {
+            panic!("passed");
+        };
+        assert_eq!(
+            cause,
+            "kernel kmemleak unavailable: kmemleak could not scan: disabled (a scan was refused)"
+        );
+        let mut report = passed_report();
+        report.dmesg = Some("[ 9.0] kmemleak: Kernel memory leak detector disabled\n".to_string());
+        let Verdict::Fail { cause, .. } = verdict(&report, exited(), "") else {
+            panic!("passed");
+        };
+        assert!(cause.starts_with("kernel kmemleak disabled: "), "{cause}");
     }
 
     #[test]

@@ -146,7 +146,13 @@ impl IbDev {
             (c.max_sge, c.max_sge_rd, c.atomic_ops, c.bmme_flags);
         let atomic = atomic_ops & (ATOMIC_OP_COMP_SWAP | ATOMIC_OP_FETCH_ADD) != 0;
         attr.set_fw_ver(c.fw_ver)
-            .set_sys_image_guid(c.sys_image_guid)
+            // QEMU's model leaves the system image GUID 0, which rdma-core's checks take for
+            // "none": a single-port device's image is the node, whose GUID is the usual value.
+            .set_sys_image_guid(if c.sys_image_guid != 0 {
+                c.sys_image_guid
+            } else {
+                c.node_guid
+            })
             .set_max_mr_size(c.max_mr_size)
             .set_page_size_cap(c.page_size_cap)
             .set_vendor_id(c.vendor_id)
