@@ -47,10 +47,7 @@ impl Umem {
         size: u64,
         access: AccessFlags,
     ) -> Result<Self> {
-        if size == 0 || addr.checked_add(size).is_none() {
-            return Err(crate::error::code::EINVAL);
-        }
-        let size = usize::try_from(size).map_err(|_| crate::error::code::EINVAL)?;
+        let size = range_len(addr, size)?;
         // SAFETY: `dev` is a live device; a user call of the current process is in progress (its
         // `UData` is borrowed), so `current->mm` is that process's; `ib_umem_get_attr_or_va` (with
         // no attribute bundle) checks the range against its mappings itself.
@@ -64,8 +61,13 @@ impl Umem {
                 access.as_raw() as i32,
             )
         })?;
+        Self::from_core(raw)
+    }
+
+    /// Wraps what one of the core's umem constructors returned.
+    fn from_core(raw: *mut bindings::ib_umem) -> Result<Self> {
         let ptr = NonNull::new(raw).ok_or(crate::error::code::ENOMEM)?;
-        // INVARIANT: Just returned by `ib_umem_get_va`.
+        // INVARIANT: Just returned by the core's umem constructor, not released.
         Ok(Self { ptr })
     }
 
@@ -153,10 +155,7 @@ impl UserCqBuffer<'_> {
         len: u64,
         access: AccessFlags,
     ) -> Result<Umem> {
-        if len == 0 || addr.checked_add(len).is_none() {
-            return Err(crate::error::code::EINVAL);
-        }
-        let len = usize::try_from(len).map_err(|_| crate::error::code::EINVAL)?;
+        let len = range_len(addr, len)?;
         // SAFETY: `dev` is a live device and, by the type invariant, `attrs` the bundle of a CQ
         // creation of the current process in progress, on that device: `current->mm` is the
         // caller's, and the core checks the attributes and the range itself.
@@ -169,8 +168,14 @@ impl UserCqBuffer<'_> {
                 access.as_raw() as i32,
             )
         })?;
-        let ptr = NonNull::new(raw).ok_or(crate::error::code::ENOMEM)?;
-        // INVARIANT: Just returned by the core's umem constructor, not released.
-        Ok(Umem { ptr })
+        Umem::from_core(raw)
     }
+}
+
+/// The length of the user range of `len` bytes at `addr`: `EINVAL` if it is empty or wraps.
+fn range_len(addr: u64, len: u64) -> Result<usize> {
+    if len == 0 || addr.checked_add(len).is_none() {
+        return Err(crate::error::code::EINVAL);
+    }
+    usize::try_from(len).map_err(|_| crate::error::code::EINVAL)
 }

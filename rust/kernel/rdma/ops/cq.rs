@@ -4,6 +4,7 @@
 
 use super::super::{
     cq::{CqInitAttr, NotifyFlags, WcSink},
+    device::Device,
     objects::Cq,
     umem::UserCqBuffer,
 };
@@ -13,6 +14,27 @@ use crate::{bindings, error::from_result, ffi::c_int, prelude::*};
 use core::ptr::NonNull;
 
 impl<T: Operations> Adapter<T> {
+    /// Creates the data of CQ `ibcq` with `create` (the kernel's or a user's), enters it in the
+    /// device's table and tells the core its number of entries.
+    ///
+    /// # Safety
+    ///
+    /// `ibcq` must be a CQ the core allocated for `dev`, whose data is not initialised.
+    unsafe fn new_cq(
+        dev: &Device<T>,
+        ibcq: *mut bindings::ib_cq,
+        create: impl FnOnce() -> Result<(T::Cq, u32)>,
+    ) -> Result {
+        let create = || {
+            let (data, cqe) = create()?;
+            // SAFETY: The core reads the number of entries once the creation succeeded.
+            unsafe { (*ibcq).cqe = cqe.min(i32::MAX as u32) as i32 };
+            Ok(data)
+        };
+        // SAFETY: Guaranteed by the caller.
+        unsafe { Self::create_tabled::<CqKind<T>>(dev, ibcq, create) }
+    }
+
     /// The C callback.
     ///
     /// # Safety
@@ -33,14 +55,8 @@ impl<T: Operations> Adapter<T> {
                     Self::user(bindings::uverbs_attr_bundle_udata(attrs)),
                 )
             };
-            let create = || {
-                let (data, cqe) = T::create_cq(dev, attr, ctx, udata)?;
-                // SAFETY: The core reads the number of entries once the creation succeeded.
-                unsafe { (*ibcq).cqe = cqe.min(i32::MAX as u32) as i32 };
-                Ok(data)
-            };
             // SAFETY: The core allocated the CQ for `dev`; its data is not initialised.
-            unsafe { Self::create_tabled::<CqKind<T>>(dev, ibcq, create) }?;
+            unsafe { Self::new_cq(dev, ibcq, || T::create_cq(dev, attr, ctx, udata)) }?;
             Ok(0)
         })
     }
@@ -72,14 +88,12 @@ impl<T: Operations> Adapter<T> {
             let (Some(ctx), Some(udata)) = (ctx, udata) else {
                 return Err(EINVAL);
             };
-            let create = || {
-                let (data, cqe) = T::create_user_cq(dev, attr, ctx, udata, buffer)?;
-                // SAFETY: The core reads the number of entries once the creation succeeded.
-                unsafe { (*ibcq).cqe = cqe.min(i32::MAX as u32) as i32 };
-                Ok(data)
-            };
             // SAFETY: The core allocated the CQ for `dev`; its data is not initialised.
-            unsafe { Self::create_tabled::<CqKind<T>>(dev, ibcq, create) }?;
+            unsafe {
+                Self::new_cq(dev, ibcq, || {
+                    T::create_user_cq(dev, attr, ctx, udata, buffer)
+                })
+            }?;
             Ok(0)
         })
     }
