@@ -19,6 +19,7 @@
 //! [`DeviceHandle`]: it works while the device is registered and does nothing afterwards.
 
 mod attr;
+mod counters;
 mod cq;
 mod device;
 mod event;
@@ -34,6 +35,7 @@ mod umem;
 mod wr;
 
 pub use attr::{device_cap, port_cap, DeviceAttr, FwVersion, GidAttr, PortAttr, PortImmutable};
+pub use counters::CounterDesc;
 pub use cq::{
     network_type, wc_flags, wc_opcode, wc_status, CqInitAttr, NotifyFlags, WcSink, WorkCompletion,
     CQ_EVENT_ERR,
@@ -216,7 +218,7 @@ pub enum PortEvent {
 }
 
 impl PortEvent {
-    fn as_raw(self) -> bindings::ib_event_type {
+    pub(crate) fn as_raw(self) -> bindings::ib_event_type {
         match self {
             Self::Active => bindings::ib_event_type_IB_EVENT_PORT_ACTIVE,
             Self::Error => bindings::ib_event_type_IB_EVENT_PORT_ERR,

@@ -39,7 +39,8 @@ pub enum Event {
 }
 
 impl Event {
-    fn from_raw(cmd: u64) -> Self {
+    /// The event of the C notifier command `cmd` (a `NETDEV_*` value).
+    pub(crate) fn from_raw(cmd: u64) -> Self {
         match cmd as u32 {
             bindings::netdev_cmd_NETDEV_UP => Self::Up,
             bindings::netdev_cmd_NETDEV_DOWN => Self::Down,

@@ -148,6 +148,21 @@ impl<T: Operations> Device<T> {
         unsafe { device::Device::from_raw((*self.as_raw()).__bindgen_anon_1.dev.parent) }
     }
 
+    /// Reports `event` on `port` to the RDMA core's clients, in any context (the core queues
+    /// it).
+    pub fn dispatch_port_event(&self, port: u32, event: PortEvent) {
+        // SAFETY: All-zeroes is a valid `ib_event`.
+        let mut ev: bindings::ib_event = unsafe { core::mem::zeroed() };
+        ev.device = self.as_raw();
+        ev.element.port_num = port;
+        ev.event = event.as_raw();
+        // SAFETY: The device is valid (a `&Device<T>` exists while it is owned or registered,
+        // when the core accepts events); `ib_dispatch_event` copies the event, allocates
+        // atomically and defers the clients' handlers to a work item, so it may be called in any
+        // context.
+        unsafe { bindings::ib_dispatch_event(&ev) };
+    }
+
     /// The device's name, e.g. `vmw_pvrdma0` (empty before registration).
     pub fn name(&self) -> &CStr {
         // SAFETY: `name` is a NUL-terminated array inside a valid `ib_device`, written by the
@@ -513,18 +528,8 @@ impl<T: Operations> DeviceHandle<T> {
     /// Reports `event` on `port` to the RDMA core's clients, in any context (the core queues it).
     /// Returns whether it was reported.
     pub fn dispatch_port_event(&self, port: u32, event: PortEvent) -> bool {
-        self.with_device(|dev| {
-            // SAFETY: All-zeroes is a valid `ib_event`.
-            let mut ev: bindings::ib_event = unsafe { core::mem::zeroed() };
-            ev.device = dev.as_raw();
-            ev.element.port_num = port;
-            ev.event = event.as_raw();
-            // SAFETY: The device is valid (registered or being unregistered, when the core still
-            // accepts events); `ib_dispatch_event` copies the event, allocates atomically and
-            // defers the clients' handlers to a work item, so it may be called here.
-            unsafe { bindings::ib_dispatch_event(&ev) };
-        })
-        .is_some()
+        self.with_device(|dev| dev.dispatch_port_event(port, event))
+            .is_some()
     }
 
     /// Associates `port` with the network device `ndev`, or with none. May sleep.

@@ -4,6 +4,7 @@
 
 use super::{
     attr::{DeviceAttr, FwVersion, GidAttr, PortAttr, PortImmutable},
+    counters::CounterDesc,
     cq::{CqInitAttr, NotifyFlags, WcSink},
     device::Device,
     mr::{AccessFlags, Mr, MrKeys, MrType},
@@ -23,6 +24,7 @@ use super::{
 use crate::{
     bindings,
     error::{Result, VTABLE_DEFAULT_ERROR},
+    net,
     prelude::*,
 };
 use core::mem::size_of;
@@ -108,6 +110,32 @@ pub trait Operations: Send + Sync + Sized + 'static {
         crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
+    /// The network device `ndev` of one of the device's ports had `event` (up, down or a change
+    /// of its link: the core's netdevice notifier calls it with RTNL held; may sleep).
+    ///
+    /// Without it the core reports the port's state itself (`IB_EVENT_PORT_ACTIVE` or
+    /// `IB_EVENT_PORT_ERR` when the network device's state changes); with it, the driver reports
+    /// what it decides ([`Device::dispatch_port_event`]), and must not also report the same
+    /// events from a notifier of its own.
+    fn report_port_event(
+        _dev: &Device<Self>,
+        _ndev: &net::device::Device,
+        _event: net::notifier::Event,
+    ) {
+        crate::build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// The hardware counters of each port, in the order [`Operations::port_counters`] fills
+    /// them. Given to the core only with `port_counters`.
+    const PORT_COUNTERS: &'static [CounterDesc] = &[];
+
+    /// Writes the values of `port`'s counters into `values`, one per entry of
+    /// [`Operations::PORT_COUNTERS`], in its order. The core reads them at most once every few
+    /// milliseconds (sysfs `hw_counters/`, `rdma statistic`).
+    fn port_counters(_dev: &Device<Self>, _port: u32, _values: &mut [u64]) -> Result {
+        crate::build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
     /// The RDMA core's RoCE GID table added a GID (at `attr.index()`).
     fn add_gid(_dev: &Device<Self>, _attr: &GidAttr) -> Result {
         crate::build_error!(VTABLE_DEFAULT_ERROR)
@@ -129,7 +157,18 @@ pub trait Operations: Send + Sync + Sized + 'static {
         crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
-    /// Maps something of `ctx` into user space (`vma`), e.g. with [`UserContext::mmap_io`].
+    /// The device is being unregistered while `ctx` is still open. The core has destroyed the
+    /// context's objects and zapped its mappings (every mapping a driver can make goes through
+    /// [`UserContext::mmap_bar_uncached`], which the core tracks for this); it sends the process
+    /// `IB_EVENT_DEVICE_FATAL` and calls [`Operations::dealloc_ucontext`] next.
+    ///
+    /// Implementing it, even empty, lets the device be removed (and the module unloaded) while
+    /// processes hold it open; without it, removal waits until every process has closed it.
+    fn disassociate_ucontext(_dev: &Device<Self>, _ctx: &UserContext<Self>) {
+        crate::build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Maps something of `ctx` into user space (`vma`), e.g. with [`UserContext::mmap_bar_uncached`].
     fn mmap(_dev: &Device<Self>, _ctx: &UserContext<Self>, _vma: &mut Vma) -> Result {
         crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
@@ -376,6 +415,7 @@ struct Adapter<T: Operations>(core::marker::PhantomData<T>);
 
 mod ah;
 mod context;
+mod counters;
 mod cq;
 mod device;
 mod mr;
@@ -404,8 +444,10 @@ impl<T: Operations> Adapter<T> {
             query_pkey,
             add_gid,
             del_gid,
+            report_port_event,
             alloc_ucontext,
             dealloc_ucontext,
+            disassociate_ucontext,
             mmap,
             alloc_pd,
             dealloc_pd,
@@ -433,6 +475,10 @@ impl<T: Operations> Adapter<T> {
         );
         if T::HAS_MAP_MR_SG_BEGIN && T::HAS_MAP_MR_SG_PAGE {
             ops.map_mr_sg = Some(Self::map_mr_sg);
+        }
+        if T::HAS_PORT_COUNTERS {
+            ops.alloc_hw_port_stats = Some(Self::alloc_hw_port_stats);
+            ops.get_hw_stats = Some(Self::get_hw_stats);
         }
         ops.size_ib_ucontext = size_of::<UserContextStorage<T>>();
         ops.size_ib_pd = size_of::<PdStorage<T>>();

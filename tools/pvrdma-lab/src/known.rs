@@ -56,18 +56,33 @@ pub struct NotApplicable {
 }
 
 /// The known failures of the device models (all of QEMU 7.2's stock pvrdma).
-pub const KNOWN_FAILURES: &[KnownFailure] = &[KnownFailure {
-    model: DeviceModel::Stock,
-    driver: None,
-    test: "ucmatose",
-    cause: "QEMU 7.2's pvrdma reports max_qp_rd_atom = max_qp_init_rd_atom = 0 \
+pub const KNOWN_FAILURES: &[KnownFailure] = &[
+    KnownFailure {
+        model: DeviceModel::Stock,
+        driver: None,
+        test: "ucmatose",
+        cause: "QEMU 7.2's pvrdma reports max_qp_rd_atom = max_qp_init_rd_atom = 0 \
             (hw/rdma/vmw/pvrdma_main.c init_dsr_dev_caps never sets them), so librdmacm's \
             rdma_connect rejects ucmatose's responder_resources/initiator_depth of 1 (TCP \
             port space) with EINVAL before any MAD is sent; ucmatose_ps_ib runs the same \
             exchange in the IB port space, which librdmacm does not check",
-    signature: "failure connecting: Invalid argument",
-    issue: "issue 5",
-}];
+        signature: "failure connecting: Invalid argument",
+        issue: "issue 5",
+    },
+    KnownFailure {
+        model: DeviceModel::Stock,
+        driver: None,
+        test: "verbs_limits",
+        cause:
+            "QEMU 7.2's pvrdma derives max_cqe (28672), max_qp_wr (10467) and max_srq_wr (12288) \
+            from a 512-page table (hw/rdma/vmw/pvrdma_main.c init_dev_caps) but refuses every \
+            ring of more than PVRDMA_MAX_FAST_REG_PAGES (128) pages: a CQ of max_cqe / 2 entries \
+            (16384 once rounded to a power of two, 257 pages) is refused by the device; the \
+            patched model reports what its rings hold (tools/qemu patch 13)",
+        signature: "depths within the device's reported maximum refused",
+        issue: "issue 14",
+    },
+];
 
 /// The tests a device model cannot run (all on QEMU 7.2's stock pvrdma).
 pub const NOT_APPLICABLE: &[NotApplicable] = &[

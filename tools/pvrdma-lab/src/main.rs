@@ -8,6 +8,7 @@ mod guest_report;
 mod kernel_log;
 mod known;
 mod layout;
+mod matrix;
 mod model;
 mod mux;
 mod qemu;

@@ -1,10 +1,13 @@
 //! TAP output (one line per driver/test, a plan, `# ...` diagnostics) and the
 //! closing `N passed, N failed[, N skipped][, N todo]` line. Everything printed
-//! is also written to `<results>/summary.tap`.
+//! is also written to `<results>/summary.tap`, and the results as a table to
+//! `<results>/matrix.md` (see [`crate::matrix`]).
 
 use std::fs::File;
 use std::io::{self, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+use crate::matrix::Matrix;
 
 /// How one test ended, as TAP reports it.
 #[derive(Debug, PartialEq)]
@@ -33,6 +36,9 @@ pub struct Reporter {
     skipped: usize,
     todo: usize,
     copy: Option<File>,
+    matrix: Matrix,
+    /// Where the table goes: beside the copy.
+    matrix_path: Option<PathBuf>,
 }
 
 /// One line of TAP: a directive's text cannot hold a newline or a `#` that
@@ -48,7 +54,8 @@ fn clean(text: &str) -> String {
 }
 
 impl Reporter {
-    /// A reporter that also writes to `copy` (the results' summary.tap).
+    /// A reporter that also writes to `copy` (the results' summary.tap), and
+    /// the table to `matrix.md` beside it.
     pub fn new(copy: Option<&Path>) -> Reporter {
         Reporter {
             number: 0,
@@ -57,6 +64,8 @@ impl Reporter {
             skipped: 0,
             todo: 0,
             copy: copy.and_then(|p| File::create(p).ok()),
+            matrix: Matrix::default(),
+            matrix_path: copy.map(|p| p.with_file_name("matrix.md")),
         }
     }
 
@@ -110,6 +119,7 @@ impl Reporter {
             }
         };
         self.line(&line);
+        self.matrix.record(name, result);
         line
     }
 
@@ -130,10 +140,15 @@ impl Reporter {
         line
     }
 
-    /// Prints the closing line.
+    /// Prints the closing line and writes the table.
     pub fn finish(&mut self) {
         let line = self.summary_line();
         self.line(&line);
+        if let Some(path) = &self.matrix_path {
+            if let Err(e) = std::fs::write(path, self.matrix.render()) {
+                eprintln!("pvrdma-lab: cannot write {}: {e}", path.display());
+            }
+        }
     }
 }
 

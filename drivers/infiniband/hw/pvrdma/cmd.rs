@@ -45,6 +45,21 @@ use zerocopy::{FromBytes, Immutable, IntoBytes};
 /// How long the device may take to answer a command.
 const CMD_TIMEOUT_MS: u32 = 10_000;
 
+/// The error a command the device refused with `errno` fails with.
+///
+/// The device names the reason with an errno. Two tell the caller what to change, and pass
+/// through: `EINVAL` (an argument the device cannot honour, such as a ring larger than it takes)
+/// and `ENOMEM` (its tables are full). Any other value, errno or not, says only that the device
+/// failed: `EIO`. (The C driver returns `EFAULT` for every refusal, which user space reads as a
+/// bad address of its own.)
+fn refusal(errno: u32) -> Error {
+    match errno {
+        e if e == EINVAL.to_errno().unsigned_abs() => EINVAL,
+        e if e == ENOMEM.to_errno().unsigned_abs() => ENOMEM,
+        _ => EIO,
+    }
+}
+
 /// The device's register window.
 pub(crate) type Regs = DevresBar<REGS_SIZE>;
 
@@ -126,13 +141,15 @@ impl CmdChannel {
             bar.read32(REG_ERR)
         };
         if err != 0 {
+            // ERR holds the negated errno (or 0xffff for a request it could not parse).
+            let errno = (err as i32).unsigned_abs();
             dev_warn!(
                 dev,
                 "command {} refused by the device (error {})\n",
                 code,
-                err
+                errno
             );
-            return Err(EIO);
+            return Err(refusal(errno));
         }
         let rhdr = self.wait_response(dev, *seq, code).inspect_err(|e| {
             if *e == ETIMEDOUT {
@@ -164,7 +181,7 @@ impl CmdChannel {
                 code,
                 rhdr.err
             );
-            return Err(EIO);
+            return Err(refusal(rhdr.err.into()));
         }
         self.resp.read_at(0)
     }

@@ -7,6 +7,7 @@ use crate::{
     abi::*,
     cmd::{CmdChannel, Regs},
     ring::DeviceRing,
+    stats::Stats,
 };
 use kernel::{
     device::Core,
@@ -57,6 +58,8 @@ pub(crate) struct Hw {
     pub(crate) netdev: Mutex<Option<ARef<net::device::Device>>>,
     /// The PCI function.
     pub(crate) pdev: ARef<pci::Device>,
+    /// What the driver counts (the port's hardware counters).
+    pub(crate) stats: Stats,
 }
 
 impl Hw {
@@ -132,6 +135,7 @@ impl Hw {
                 version,
                 netdev <- new_mutex!(None, "pvrdma::Hw::netdev"),
                 pdev: ARef::from(&**pdev),
+                stats: Stats::new(),
             }),
             GFP_KERNEL,
         )
@@ -255,7 +259,10 @@ impl Hw {
         code: (u32, u32),
         body: &C,
     ) -> Result<R> {
-        self.cmd.run(self.dev(), &self.regs.0, code, body)
+        self.stats.commands.inc();
+        self.cmd
+            .run(self.dev(), &self.regs.0, code, body)
+            .inspect_err(|_| self.stats.command_errors.inc())
     }
 
     /// Runs the command that destroys the object `what` (with device handle `handle`) in the

@@ -38,6 +38,7 @@ impl irq::Handler for ResponseIrq {
                 return IrqReturn::Handled;
             }
         }
+        self.hw.stats.interrupts.inc();
         self.hw.cmd.response_ready();
         IrqReturn::Handled
     }
@@ -84,12 +85,14 @@ impl AsyncEventIrq {
             _ => return false,
         };
         if delivered.flatten().is_none() {
+            self.hw.stats.stale_events.inc();
             pr_debug!("async event {} for unknown object {}\n", kind, handle);
         }
         true
     }
 
     fn handle_event(&self, eqe: Eqe) {
+        self.hw.stats.async_events.inc();
         if self.object_event(&eqe) {
             return;
         }
@@ -113,6 +116,7 @@ impl AsyncEventIrq {
 
 impl irq::Handler for AsyncEventIrq {
     fn handle(&self) -> IrqReturn {
+        self.hw.stats.interrupts.inc();
         self.hw.drain_async_events(|eqe| self.handle_event(eqe));
         IrqReturn::Handled
     }
@@ -127,10 +131,14 @@ pub(crate) struct CqNotifyIrq {
 
 impl irq::Handler for CqNotifyIrq {
     fn handle(&self) -> IrqReturn {
+        let stats = &self.hw.stats;
+        stats.interrupts.inc();
         self.events.with_device(|dev| {
             self.hw.drain_cq_notifications(|handle| {
+                stats.cq_notifications.inc();
                 // A notification for a CQ destroyed meanwhile names nothing.
                 if dev.with_cq(handle, |cq| cq.complete()).is_none() {
+                    stats.stale_events.inc();
                     pr_debug!("notification for unknown CQ {}\n", handle);
                 }
             })

@@ -2,6 +2,10 @@
 
 //! The paired network device: the vmxnet3 at function 0 of the same slot, whose link is the
 //! RDMA port's link.
+//!
+//! The RDMA core follows the port's network device once it is set (`set_netdev`) and hands its
+//! up and down events to the driver ([`report_port_event`]); this notifier finds the device,
+//! follows its registration, and reports a reboot.
 
 use crate::{
     abi::{CTL_UNQUIESCE, PCI_DEVICE_ID_VMWARE_VMXNET3, PORT},
@@ -15,7 +19,7 @@ use kernel::{
     },
     pci,
     prelude::*,
-    rdma::{DeviceHandle, PortEvent},
+    rdma::{self, DeviceHandle, PortEvent},
     sync::{aref::ARef, Arc},
 };
 
@@ -71,17 +75,27 @@ impl Notifier for LinkWatcher {
                     *self.hw.netdev.lock() = None;
                 }
             }
-            Event::Up if self.is_ours(ndev) => {
-                if self.hw.control(CTL_UNQUIESCE).is_err() {
-                    dev_err!(self.hw.dev(), "failed to activate device during link up\n");
-                } else {
-                    self.events.dispatch_port_event(PORT, PortEvent::Active);
-                }
-            }
-            Event::Down | Event::Reboot if self.is_ours(ndev) => {
+            // Up and down come through the RDMA core (`report_port_event`); a reboot does not.
+            Event::Reboot if self.is_ours(ndev) => {
                 self.events.dispatch_port_event(PORT, PortEvent::Error);
             }
             _ => {}
         }
+    }
+}
+
+/// The port's network device `ndev` had `event` (from the RDMA core): up lets the device leave
+/// its quiesced state and activates the port, down takes the port down (as the C driver does).
+pub(crate) fn report_port_event(dev: &rdma::Device<IbDev>, ndev: &NetDevice, event: Event) {
+    match event {
+        Event::Up => {
+            if dev.hw.control(CTL_UNQUIESCE).is_err() {
+                dev_err!(dev.hw.dev(), "failed to activate device during link up\n");
+            } else {
+                dev.dispatch_port_event(PORT, PortEvent::Active);
+            }
+        }
+        Event::Down => dev.dispatch_port_event(PORT, PortEvent::Error),
+        _ => pr_debug!("{}: event {:?} of its network device\n", ndev.name(), event),
     }
 }

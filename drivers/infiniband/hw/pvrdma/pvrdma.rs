@@ -28,6 +28,7 @@ mod pdir;
 mod qp;
 mod ring;
 mod srq;
+mod stats;
 mod uar;
 mod verbs;
 mod wq;

@@ -9,12 +9,15 @@ use crate::{
     context::{Pd, UserCtx},
     cq::Cq,
     device::IbDev,
+    link,
     mr::Mr,
     qp::Qp,
     srq::Srq,
+    stats,
 };
 use core::fmt::Write;
 use kernel::{
+    net::{device::Device as NetDevice, notifier::Event as NetEvent},
     prelude::*,
     rdma::{
         self, AccessFlags, AhAttr, CqInitAttr, DeviceAttr, FwVersion, Gid, GidAttr, LinkLayer,
@@ -51,6 +54,17 @@ impl rdma::Operations for IbDev {
     type Mr = Mr;
 
     const DEVICE_GROUP: Option<&'static rdma::AttributeGroup<Self>> = Some(&SYSFS_ATTRS);
+    const PORT_COUNTERS: &'static [rdma::CounterDesc] = stats::COUNTERS;
+
+    fn report_port_event(dev: &rdma::Device<Self>, ndev: &NetDevice, event: NetEvent) {
+        link::report_port_event(dev, ndev, event)
+    }
+
+    fn port_counters(dev: &rdma::Device<Self>, _port: u32, values: &mut [u64]) -> Result {
+        // The device has one port; the counts are the device's.
+        dev.hw.stats.read(values);
+        Ok(())
+    }
 
     fn query_device(
         dev: &rdma::Device<Self>,
@@ -98,6 +112,11 @@ impl rdma::Operations for IbDev {
 
     fn dealloc_ucontext(dev: &rdma::Device<Self>, ctx: UserCtx) {
         ctx.destroy(dev)
+    }
+
+    fn disassociate_ucontext(_dev: &rdma::Device<Self>, _ctx: &UserContext<Self>) {
+        // Nothing of the context outlives what the core already did: its objects are destroyed
+        // in the device, its UAR mapping is zapped, and `dealloc_ucontext` returns the UAR page.
     }
 
     fn mmap(dev: &rdma::Device<Self>, ctx: &UserContext<Self>, vma: &mut Vma) -> Result {

@@ -51,6 +51,18 @@ impl<T: Operations> Adapter<T> {
     /// # Safety
     ///
     /// Only the C side calls it, with the arguments it documents for this callback.
+    pub(super) unsafe extern "C" fn disassociate_ucontext(uctx: *mut bindings::ib_ucontext) {
+        // SAFETY: The core passes a live context of one of `T`'s devices; it is deallocated only
+        // after this returns.
+        let (dev, ctx) = unsafe { (Self::dev((*uctx).device), UserContext::<T>::from_raw(uctx)) };
+        T::disassociate_ucontext(dev, ctx);
+    }
+
+    /// The C callback.
+    ///
+    /// # Safety
+    ///
+    /// Only the C side calls it, with the arguments it documents for this callback.
     pub(super) unsafe extern "C" fn mmap(
         uctx: *mut bindings::ib_ucontext,
         vma: *mut bindings::vm_area_struct,

@@ -11,6 +11,7 @@ use crate::{
     bindings,
     error::from_result,
     ffi::{c_char, c_int, c_void},
+    net,
     prelude::*,
 };
 
@@ -173,5 +174,22 @@ impl<T: Operations> Adapter<T> {
             T::del_gid(dev, attr)?;
             Ok(0)
         })
+    }
+
+    /// The C callback.
+    ///
+    /// # Safety
+    ///
+    /// Only the C side calls it, with the arguments it documents for this callback.
+    pub(super) unsafe extern "C" fn report_port_event(
+        ib: *mut bindings::ib_device,
+        ndev: *mut bindings::net_device,
+        event: crate::ffi::c_ulong,
+    ) {
+        // SAFETY: The core's netdevice notifier passes a device of `T` it holds a reference to,
+        // and the network device of the event, valid for the duration of the call.
+        let (dev, ndev) = unsafe { (Self::dev(ib), net::device::Device::from_raw(ndev)) };
+        // `unsigned long` has at most 64 bits.
+        T::report_port_event(dev, ndev, net::notifier::Event::from_raw(event as u64));
     }
 }

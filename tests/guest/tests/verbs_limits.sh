@@ -1,0 +1,35 @@
+#!/bin/sh
+# lab-about: verbs_limits.c (built in the guest): CQs, QPs (RC, UD) and an SRQ at the device's reported max_cqe, max_qp_wr and max_srq_wr (and half of them) through libibverbs must be granted and their receive queues take every granted receive; one past each maximum must be refused with EINVAL; a UD QP of 0xffffffff send WRs through ibv_create_qp_ex must not be accepted (rdma-core's provider turning it into 1 is reported as that library's defect); dmesg free of oops/WARN
+# lab-timeout: 240
+. "$LAB_DIR/lib.sh"
+
+name=verbs_limits
+bin=/tmp/$name
+cc_log=$LAB_RESULTS/$name-cc.log
+log=$LAB_RESULTS/$name.log
+limit=${LAB_LIMITS_TIMEOUT:-150}
+
+timeout 120 cc -O2 -Wall -Wextra -Werror -o "$bin" "$LAB_DIR/tests/$name.c" -libverbs >"$cc_log" 2>&1 ||
+	lab_fail "cannot build $name.c: $(lab_tail "$cc_log")"
+
+dmesg_before=$(dmesg | wc -l)
+timeout -k 5 "$limit" stdbuf -oL "$bin" "$LAB_DEV" "${LAB_DRIVER:-unknown}" >"$log" 2>&1
+status=$?
+cat "$log"
+dmesg | tail -n +"$((dmesg_before + 1))" >"$LAB_RESULTS/$name-dmesg.txt"
+lab_reject "$LAB_RESULTS/$name-dmesg.txt" "Oops|BUG:|WARNING:|cut here|Call Trace|general protection|UBSAN|KASAN" "$name: dmesg"
+summary=$(grep '^summary: ' "$log")
+[ -n "$summary" ] || lab_check_exit "$name" "$status" "$log" "$limit"
+# A failure of any other kind than a depth within the maximum refused by the
+# device is reported first, with its own words.
+lab_reject "$log" "^FAIL [^ ]* \[wrong\]" "$name"
+refused=$(grep -E '^FAIL [^ ]* \[refused-within-max\]' "$log" | cut -d' ' -f2 | tr '\n' ' ')
+[ -z "$refused" ] || lab_fail "$name: depths within the device's reported maximum refused: ${refused% } ($(grep -m 1 -E '^FAIL [^ ]* \[refused-within-max\]' "$log" | cut -d: -f2- | cut -c 2-200))"
+echo "$summary" | grep -qE ', 0 FAIL$' || lab_fail "$name: $summary"
+lab_check_exit "$name" "$status" "$log" "$limit"
+lab_summary "$name: $(grep '^device: ' "$log" | cut -d' ' -f2-)"
+lab_note "$name: $summary"
+defects=$(grep -E '^provider-defect ' "$log" | cut -d: -f1 | cut -d' ' -f2 | tr '\n' ' ')
+[ -z "$defects" ] || lab_summary "$name: rdma-core's vmw_pvrdma provider accepts (its defect, the kernel never sees the value): ${defects% }"
+c_errno=$(grep -E '^C-driver-errno ' "$log" | cut -d: -f1 | cut -d' ' -f2 | tr '\n' ' ')
+[ -z "$c_errno" ] || lab_note "$name: the C driver returns EFAULT for depths over the maximum that the device refuses: ${c_errno% }"
