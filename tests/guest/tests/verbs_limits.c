@@ -53,7 +53,8 @@ static struct ibv_device_attr attr;
 static struct ibv_pd *pd;
 static struct ibv_cq *cq;
 static struct ibv_mr *mr;
-static char buf[4096];
+/* Page aligned: the stock device model refuses MRs that are not. */
+static char buf[4096] __attribute__((aligned(4096)));
 
 static int n_cases, n_ok, n_defect, n_c_errno, n_fail;
 
