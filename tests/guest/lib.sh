@@ -356,6 +356,14 @@ lab_perftest() {
 	lab_note "$tool $*: $LAB_PERFTEST_RESULT"
 }
 
+# lab_build_test NAME: builds the test program tests/NAME.c (libibverbs,
+# warnings as errors) into /tmp/NAME; fails the test if it does not build.
+lab_build_test() {
+	timeout 120 cc -O2 -Wall -Wextra -Werror -o "/tmp/$1" "$LAB_DIR/tests/$1.c" -libverbs \
+		>"$LAB_RESULTS/$1-cc.log" 2>&1 ||
+		lab_fail "cannot build $1.c: $(lab_tail "$LAB_RESULTS/$1-cc.log")"
+}
+
 # lab_wc_audit: builds wc_audit.c (an LD_PRELOAD shim counting the work
 # completions a tool polls, see its header) into LAB_WC_AUDIT
 # (/tmp/wc_audit.so); fails the test if it does not build.

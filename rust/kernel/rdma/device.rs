@@ -156,10 +156,10 @@ impl<T: Operations> Device<T> {
         ev.device = self.as_raw();
         ev.element.port_num = port;
         ev.event = event.as_raw();
-        // SAFETY: The device is valid (a `&Device<T>` exists while it is owned or registered,
-        // when the core accepts events); `ib_dispatch_event` copies the event, allocates
-        // atomically and defers the clients' handlers to a work item, so it may be called in any
-        // context.
+        // The device is valid while a `&Device<T>` exists (owned or registered: the core takes
+        // events then). `ib_dispatch_event` copies the event, allocates atomically and defers
+        // the clients' handlers to a work item, so any context may call it.
+        // SAFETY: As just said, `self` is a valid `ib_device` and `ev` a valid event.
         unsafe { bindings::ib_dispatch_event(&ev) };
     }
 

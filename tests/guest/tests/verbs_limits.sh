@@ -5,12 +5,10 @@
 
 name=verbs_limits
 bin=/tmp/$name
-cc_log=$LAB_RESULTS/$name-cc.log
 log=$LAB_RESULTS/$name.log
 limit=${LAB_LIMITS_TIMEOUT:-150}
 
-timeout 120 cc -O2 -Wall -Wextra -Werror -o "$bin" "$LAB_DIR/tests/$name.c" -libverbs >"$cc_log" 2>&1 ||
-	lab_fail "cannot build $name.c: $(lab_tail "$cc_log")"
+lab_build_test "$name"
 
 dmesg_before=$(dmesg | wc -l)
 timeout -k 5 "$limit" stdbuf -oL "$bin" "$LAB_DEV" "${LAB_DRIVER:-unknown}" >"$log" 2>&1

@@ -5,12 +5,10 @@
 
 name=verbs_resources
 bin=/tmp/$name
-cc_log=$LAB_RESULTS/$name-cc.log
 log=$LAB_RESULTS/$name.log
 limit=${LAB_RESOURCES_TIMEOUT:-300}
 
-timeout 120 cc -O2 -Wall -Wextra -Werror -o "$bin" "$LAB_DIR/tests/$name.c" -libverbs >"$cc_log" 2>&1 ||
-	lab_fail "cannot build $name.c: $(lab_tail "$cc_log")"
+lab_build_test "$name"
 
 # rdma resource SUMMARY: the device's object counts (pd, cq, qp, mr, ...) kept
 # by the RDMA core; the kernel's own objects (QP1, the MAD layer's CQs and PD)
