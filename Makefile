@@ -8,6 +8,8 @@
 #                 unit tests), ending "N passed, N failed"
 #   make qemu     the patched QEMU (tools/qemu/build-qemu; cached)
 #   make stock-qemu  Debian's QEMU 7.2, unpacked into the cache (tools/qemu/fetch-stock-qemu)
+#   make series   rust/patches against rust/: the series creates exactly those files
+#   make series-build-each  every step of the series builds the kernel crate (slow)
 #
 # Selection: make check MODELS=patched DRIVERS=c TESTS=ibv_rc_pingpong,ibv_devinfo
 #   MODELS   patched (QEMU 7.2 + tools/qemu/patches) and/or stock (Debian's QEMU 7.2)
@@ -55,7 +57,7 @@ QEMU_FOR_LAB := $(if $(call uses_patched,$(LAB_MODELS)),qemu) $(if $(call uses_s
 QEMU_FOR_CHECK := $(if $(call uses_patched,$(MODELS)),qemu) $(if $(call uses_stock,$(MODELS)),stock-qemu)
 STOCK_QEMU := $(PVRDMA_CACHE)/qemu/stock/current/bin/qemu-system-x86_64
 
-.PHONY: all deps kernel kernel-clippy qemu stock-qemu tools module module-clippy unit lab check bench fmt clean
+.PHONY: all deps kernel kernel-clippy qemu stock-qemu tools module module-clippy unit lab check bench fmt clean series series-build-each
 
 all: kernel qemu stock-qemu tools module
 
@@ -109,6 +111,14 @@ kernel-clippy: kernel
 		$(MAKE) -s $$($(TOP)/tools/lab/kernel-env) CLIPPY=1 -j2 rust/ && \
 		touch rust/kernel/lib.rs && \
 		$(MAKE) -s $$($(TOP)/tools/lab/kernel-env) -j2 bzImage modules
+
+# The Rust-for-Linux series (tools/lab/series): rust/patches creates exactly the
+# rust/ files (build-kernel checks it too), and every step of it builds.
+series: deps
+	@$(TOP)/tools/lab/series check
+
+series-build-each: kernel
+	@$(TOP)/tools/lab/series build-each
 
 unit: tools
 	@echo "== host unit tests"

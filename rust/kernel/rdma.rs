@@ -18,6 +18,7 @@
 //! port event, a network device notifier changing the port's network device) uses a
 //! [`DeviceHandle`]: it works while the device is registered and does nothing afterwards.
 
+mod ah;
 mod attr;
 mod counters;
 mod cq;
@@ -32,27 +33,27 @@ mod sysfs;
 mod table;
 mod udata;
 mod umem;
+mod wc;
 mod wr;
 
+pub use ah::{Ah, AhAttr};
 pub use attr::{device_cap, port_cap, DeviceAttr, FwVersion, GidAttr, PortAttr, PortImmutable};
 pub use counters::CounterDesc;
-pub use cq::{
-    network_type, wc_flags, wc_opcode, wc_status, CqInitAttr, NotifyFlags, WcSink, WorkCompletion,
-    CQ_EVENT_ERR,
-};
+pub use cq::{Cq, CqInitAttr, CQ_EVENT_ERR};
 pub use device::{Device, DeviceHandle, Registration, UnregisteredDevice};
 pub use mr::{Access, AccessFlags, Mr, MrKeys, MrType};
-pub use objects::{Ah, Cq, Pd, Qp, Srq, UserContext, Vma};
+pub use objects::{Pd, UserContext, Vma};
 pub use ops::Operations;
 pub use qp::{
-    modify_qp_is_ok, qp_event, AhAttr, QpAttr, QpAttrFlag, QpAttrMask, QpCap, QpInitAttr, QpQuery,
+    modify_qp_is_ok, qp_event, Qp, QpAttr, QpAttrFlag, QpAttrMask, QpCap, QpInitAttr, QpQuery,
     QpState, QpType,
 };
-pub use srq::{srq_attr_mask, srq_event, SrqAttr, SrqType};
+pub use srq::{srq_attr_mask, srq_event, Srq, SrqAttr, SrqType};
 pub use sysfs::{AttributeArray, AttributeGroup, DeviceAttribute, ShowFn, SysfsBuf};
 pub use table::TableIndex;
 pub use udata::UData;
 pub use umem::{Umem, UserCqBuffer};
+pub use wc::{network_type, wc_flags, wc_opcode, wc_status, NotifyFlags, WcSink, WorkCompletion};
 pub use wr::{
     send_flags, AtomicFields, PostError, RdmaFields, RecvWr, RecvWrs, RegFields, SendWr, SendWrs,
     Sge, UdFields, WrOpcode,

@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Completion queues: creation attributes, completion and event delivery, polling.
+//! Completion queues: creation attributes, completion and event delivery.
 
-use super::{objects::Cq, objects::Qp, ops::Operations, Device};
+use super::{objects::core_object, ops::Operations};
 use crate::{bindings, types::Opaque};
-use core::marker::PhantomData;
 
 /// The attributes a CQ is created with (C's `struct ib_cq_init_attr`).
 ///
@@ -44,26 +43,10 @@ impl CqInitAttr {
     }
 }
 
-/// What a consumer asked to be notified of (C's `enum ib_cq_notify_flags`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct NotifyFlags(u32);
-
-impl NotifyFlags {
-    /// Whether only solicited completions should raise the next notification (otherwise any).
-    pub fn solicited_only(self) -> bool {
-        self.0 & bindings::ib_cq_notify_flags_IB_CQ_SOLICITED_MASK
-            == bindings::ib_cq_notify_flags_IB_CQ_SOLICITED
-    }
-
-    /// Whether the caller wants to know if completions are already waiting.
-    pub fn report_missed_events(self) -> bool {
-        self.0 & bindings::ib_cq_notify_flags_IB_CQ_REPORT_MISSED_EVENTS != 0
-    }
-
-    pub(super) fn from_raw(raw: u32) -> Self {
-        Self(raw)
-    }
-}
+core_object!(
+    /// A live completion queue of driver `T`; dereferences to its data.
+    Cq, CqStorage, ib_cq, Cq
+);
 
 /// An asynchronous event about a CQ (C's `IB_EVENT_CQ_ERR`).
 pub const CQ_EVENT_ERR: u32 = bindings::ib_event_type_IB_EVENT_CQ_ERR;
@@ -101,201 +84,5 @@ impl<T: Operations> Cq<T> {
                 |e| e.cq = cq,
             )
         }
-    }
-}
-
-/// A work completion, as a driver reports it (C's `struct ib_wc`, without the QP pointer: the
-/// driver names the QP by its device handle to [`WcSink::push`]).
-#[derive(Clone, Copy, Default, Debug)]
-pub struct WorkCompletion {
-    /// The work request's ID, as the consumer posted it: kernel consumers take it for a pointer
-    /// (a `struct ib_cqe *`), so it must never be a value read back from the device.
-    pub wr_id: u64,
-    /// C's `enum ib_wc_status` (see [`wc_status`]).
-    pub status: u32,
-    /// C's `enum ib_wc_opcode` (see [`wc_opcode`]).
-    pub opcode: u32,
-    /// Vendor error (device specific).
-    pub vendor_err: u32,
-    /// Bytes transferred.
-    pub byte_len: u32,
-    /// Immediate data, in network byte order (with `wc_flags::WITH_IMM`), or the invalidated
-    /// rkey (with `wc_flags::WITH_INVALIDATE`).
-    pub ex: u32,
-    /// Source QP (UD).
-    pub src_qp: u32,
-    /// Source LID.
-    pub slid: u32,
-    /// C's `IB_WC_*` flags (see [`wc_flags`]).
-    pub wc_flags: u32,
-    /// P_Key index.
-    pub pkey_index: u16,
-    /// Service level.
-    pub sl: u8,
-    /// DLID path bits.
-    pub dlid_path_bits: u8,
-    /// Port number.
-    pub port_num: u32,
-    /// Source MAC (RoCE, with `wc_flags::WITH_SMAC`).
-    pub smac: [u8; 6],
-    /// VLAN ID (with `wc_flags::WITH_VLAN`).
-    pub vlan_id: u16,
-    /// Network header type (with `wc_flags::WITH_NETWORK_HDR_TYPE`): one of [`network_type`].
-    pub network_hdr_type: u8,
-}
-
-/// Work completion statuses (C's `enum ib_wc_status`).
-pub mod wc_status {
-    use crate::bindings;
-    /// Success.
-    pub const SUCCESS: u32 = bindings::ib_wc_status_IB_WC_SUCCESS;
-    /// Flushed: the QP went to the error state.
-    pub const WR_FLUSH_ERR: u32 = bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR;
-    /// General error.
-    pub const GENERAL_ERR: u32 = bindings::ib_wc_status_IB_WC_GENERAL_ERR;
-    /// The last status value.
-    pub const MAX: u32 = bindings::ib_wc_status_IB_WC_GENERAL_ERR;
-}
-
-/// Work completion opcodes (C's `enum ib_wc_opcode`).
-pub mod wc_opcode {
-    use crate::bindings;
-    /// A send.
-    pub const SEND: u32 = bindings::ib_wc_opcode_IB_WC_SEND;
-    /// An RDMA write.
-    pub const RDMA_WRITE: u32 = bindings::ib_wc_opcode_IB_WC_RDMA_WRITE;
-    /// An RDMA read.
-    pub const RDMA_READ: u32 = bindings::ib_wc_opcode_IB_WC_RDMA_READ;
-    /// A compare and swap.
-    pub const COMP_SWAP: u32 = bindings::ib_wc_opcode_IB_WC_COMP_SWAP;
-    /// A fetch and add.
-    pub const FETCH_ADD: u32 = bindings::ib_wc_opcode_IB_WC_FETCH_ADD;
-    /// A local invalidate.
-    pub const LOCAL_INV: u32 = bindings::ib_wc_opcode_IB_WC_LOCAL_INV;
-    /// A fast registration.
-    pub const REG_MR: u32 = bindings::ib_wc_opcode_IB_WC_REG_MR;
-    /// A receive.
-    pub const RECV: u32 = bindings::ib_wc_opcode_IB_WC_RECV;
-    /// A receive of an RDMA write with immediate data.
-    pub const RECV_RDMA_WITH_IMM: u32 = bindings::ib_wc_opcode_IB_WC_RECV_RDMA_WITH_IMM;
-}
-
-/// Work completion flags (C's `enum ib_wc_flags`).
-pub mod wc_flags {
-    use crate::bindings;
-    /// A GRH is present.
-    pub const GRH: u32 = bindings::ib_wc_flags_IB_WC_GRH;
-    /// Immediate data is present.
-    pub const WITH_IMM: u32 = bindings::ib_wc_flags_IB_WC_WITH_IMM;
-    /// An rkey was invalidated.
-    pub const WITH_INVALIDATE: u32 = bindings::ib_wc_flags_IB_WC_WITH_INVALIDATE;
-    /// The source MAC is present.
-    pub const WITH_SMAC: u32 = bindings::ib_wc_flags_IB_WC_WITH_SMAC;
-    /// The VLAN ID is present.
-    pub const WITH_VLAN: u32 = bindings::ib_wc_flags_IB_WC_WITH_VLAN;
-    /// The network header type is present.
-    pub const WITH_NETWORK_HDR_TYPE: u32 = bindings::ib_wc_flags_IB_WC_WITH_NETWORK_HDR_TYPE;
-}
-
-/// The network header type of a completion (C's `enum rdma_network_type`), for
-/// [`WorkCompletion::network_hdr_type`].
-pub mod network_type {
-    use crate::bindings;
-    /// InfiniBand (a GRH).
-    pub const IB: u8 = bindings::rdma_network_type_RDMA_NETWORK_IB as u8;
-    /// RoCE v1 (a GRH over Ethernet).
-    pub const ROCE_V1: u8 = bindings::rdma_network_type_RDMA_NETWORK_ROCE_V1 as u8;
-    /// RoCE v2 over IPv4.
-    pub const IPV4: u8 = bindings::rdma_network_type_RDMA_NETWORK_IPV4 as u8;
-    /// RoCE v2 over IPv6.
-    pub const IPV6: u8 = bindings::rdma_network_type_RDMA_NETWORK_IPV6 as u8;
-}
-
-/// Where `poll_cq` puts work completions: the caller's array of `struct ib_wc`.
-///
-/// # Invariants
-///
-/// `wc` points to `cap` writable `struct ib_wc`; `len <= cap` of them are filled.
-pub struct WcSink<'a, T: Operations> {
-    dev: &'a Device<T>,
-    wc: *mut bindings::ib_wc,
-    cap: usize,
-    len: usize,
-    _p: PhantomData<&'a mut bindings::ib_wc>,
-}
-
-impl<'a, T: Operations> WcSink<'a, T> {
-    /// # Safety
-    ///
-    /// `wc` must be valid for writing `cap` entries for `'a`.
-    pub(super) unsafe fn new(dev: &'a Device<T>, wc: *mut bindings::ib_wc, cap: usize) -> Self {
-        Self {
-            dev,
-            wc,
-            cap,
-            len: 0,
-            _p: PhantomData,
-        }
-    }
-
-    /// Whether there is room for another completion.
-    pub fn has_room(&self) -> bool {
-        self.len < self.cap
-    }
-
-    /// The number of completions written so far.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether nothing was written yet.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Appends the completion `f` makes from the live QP the device knows as `qp_handle`.
-    /// Returns `false`, writing nothing, if there is no room, no live QP has that handle (a
-    /// completion of a QP destroyed meanwhile, which must be dropped), or `f` refuses (returns
-    /// `None`: the driver found the completion impossible for that QP).
-    pub fn push(
-        &mut self,
-        qp_handle: u32,
-        f: impl FnOnce(&Qp<T>) -> Option<WorkCompletion>,
-    ) -> bool {
-        if !self.has_room() {
-            return false;
-        }
-        let out = self.wc.wrapping_add(self.len);
-        let written = self.dev.with_qp(qp_handle, |qp: &Qp<T>| {
-            let wc = f(qp)?;
-            // SAFETY: `out` is in bounds (`len < cap`) and valid for writes (type invariant).
-            unsafe {
-                out.write(bindings::ib_wc {
-                    __bindgen_anon_1: bindings::ib_wc__bindgen_ty_1 { wr_id: wc.wr_id },
-                    status: wc.status,
-                    opcode: wc.opcode,
-                    vendor_err: wc.vendor_err,
-                    byte_len: wc.byte_len,
-                    qp: qp.as_raw(),
-                    ex: bindings::ib_wc__bindgen_ty_2 { imm_data: wc.ex },
-                    src_qp: wc.src_qp,
-                    slid: wc.slid,
-                    wc_flags: wc.wc_flags as i32,
-                    pkey_index: wc.pkey_index,
-                    sl: wc.sl,
-                    dlid_path_bits: wc.dlid_path_bits,
-                    port_num: wc.port_num,
-                    smac: wc.smac,
-                    vlan_id: wc.vlan_id,
-                    network_hdr_type: wc.network_hdr_type,
-                })
-            };
-            Some(())
-        });
-        if written.flatten().is_none() {
-            return false;
-        }
-        self.len += 1;
-        true
     }
 }

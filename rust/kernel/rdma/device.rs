@@ -3,8 +3,10 @@
 //! RDMA devices: allocation, registration, and handles for code outside callbacks.
 
 use super::{
-    objects::{Cq, Qp, Srq},
+    cq::Cq,
     ops::{build_ops, Operations},
+    qp::Qp,
+    srq::Srq,
     table::ObjectTable,
     PortEvent,
 };
@@ -34,21 +36,17 @@ pub(super) struct DeviceStorage<T> {
 #[pin_data]
 pub(super) struct Tables {
     #[pin]
-    pub(super) qp: ObjectTable<bindings::ib_qp>,
-    #[pin]
     pub(super) cq: ObjectTable<bindings::ib_cq>,
     #[pin]
     pub(super) srq: ObjectTable<bindings::ib_srq>,
+    #[pin]
+    pub(super) qp: ObjectTable<bindings::ib_qp>,
 }
 
 impl Tables {
     // One lock class (and name) per table for every driver: see `HandleLocks::new`.
     #[inline(never)]
     fn new() -> impl PinInit<Self> {
-        let qp = ObjectTable::new(
-            crate::c_str!("rdma::Tables::qp"),
-            crate::static_lock_class!(),
-        );
         let cq = ObjectTable::new(
             crate::c_str!("rdma::Tables::cq"),
             crate::static_lock_class!(),
@@ -57,10 +55,14 @@ impl Tables {
             crate::c_str!("rdma::Tables::srq"),
             crate::static_lock_class!(),
         );
+        let qp = ObjectTable::new(
+            crate::c_str!("rdma::Tables::qp"),
+            crate::static_lock_class!(),
+        );
         pin_init!(Self {
-            qp <- qp,
             cq <- cq,
             srq <- srq,
+            qp <- qp,
         })
     }
 }
@@ -107,33 +109,33 @@ impl<T: Operations> Device<T> {
         unsafe { &(*self.as_raw().cast::<DeviceStorage<T>>()).tables }
     }
 
-    /// Runs `f` on the live QP the device knows as `handle`, if there is one.
+    /// Runs `f` on the live CQ the device knows as `handle`, if there is one.
     ///
-    /// `f` runs with interrupts off and a lock held that keeps the QP from being destroyed: it
-    /// must not sleep. Returns `None` if no QP has that handle.
-    pub fn with_qp<R>(&self, handle: u32, f: impl FnOnce(&Qp<T>) -> R) -> Option<R> {
-        self.tables().qp.with(handle, |qp| {
-            // SAFETY: By the table's invariant the QP is live with initialised data while the
-            // table is locked, which it is while `f` runs.
-            f(unsafe { Qp::from_raw(qp) })
-        })
-    }
-
-    /// Runs `f` on the live CQ the device knows as `handle`, if there is one (see
-    /// [`Device::with_qp`]).
+    /// `f` runs with interrupts off and a lock held that keeps the CQ from being destroyed: it
+    /// must not sleep. Returns `None` if no CQ has that handle.
     pub fn with_cq<R>(&self, handle: u32, f: impl FnOnce(&Cq<T>) -> R) -> Option<R> {
         self.tables().cq.with(handle, |cq| {
-            // SAFETY: As in `with_qp`.
+            // SAFETY: By the table's invariant the CQ is live with initialised data while the
+            // table is locked, which it is while `f` runs.
             f(unsafe { Cq::from_raw(cq) })
         })
     }
 
     /// Runs `f` on the live SRQ the device knows as `handle`, if there is one (see
-    /// [`Device::with_qp`]).
+    /// [`Device::with_cq`]).
     pub fn with_srq<R>(&self, handle: u32, f: impl FnOnce(&Srq<T>) -> R) -> Option<R> {
         self.tables().srq.with(handle, |srq| {
-            // SAFETY: As in `with_qp`.
+            // SAFETY: As in `with_cq`.
             f(unsafe { Srq::from_raw(srq) })
+        })
+    }
+
+    /// Runs `f` on the live QP the device knows as `handle`, if there is one (see
+    /// [`Device::with_cq`]).
+    pub fn with_qp<R>(&self, handle: u32, f: impl FnOnce(&Qp<T>) -> R) -> Option<R> {
+        self.tables().qp.with(handle, |qp| {
+            // SAFETY: As in `with_cq`.
+            f(unsafe { Qp::from_raw(qp) })
         })
     }
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Objects the RDMA core allocates for a provider: user contexts, protection domains, CQs, QPs,
-//! SRQs and address handles.
+//! Objects the RDMA core allocates for a provider: user contexts and protection domains here,
+//! and the storage and wrapper every other kind (CQs, QPs, SRQs, address handles) is defined
+//! with in its own file (`core_object!`).
 //!
 //! The core allocates `size_ib_*` bytes (zeroed), with the C object first, then calls the
 //! provider's `alloc_*` callback; on success the provider's data follows the C object. The
@@ -214,20 +215,20 @@ macro_rules! core_object {
     ($(#[$doc:meta])* $name:ident, $storage:ident, $c:ident, $data:ident) => {
         /// The memory of one object of driver `T`.
         #[repr(C)]
-        pub(super) struct $storage<T: Operations> {
-            ib: Opaque<bindings::$c>,
-            data: MaybeUninit<T::$data>,
+        pub(super) struct $storage<T: $crate::rdma::Operations> {
+            ib: $crate::types::Opaque<$crate::bindings::$c>,
+            data: ::core::mem::MaybeUninit<T::$data>,
         }
 
-        impl<T: Operations> $storage<T> {
+        impl<T: $crate::rdma::Operations> $storage<T> {
             /// Stores the data of a freshly allocated object.
             ///
             /// # Safety
             ///
             /// `ptr` must be an object the core allocated with the size the operations table
             /// gives for this kind, for a device of driver `T`, whose data is not initialised.
-            pub(super) unsafe fn init(ptr: *mut bindings::$c, data: T::$data) {
-                const { check_layout::<Self>() };
+            pub(super) unsafe fn init(ptr: *mut $crate::bindings::$c, data: T::$data) {
+                const { $crate::rdma::objects::check_layout::<Self>() };
                 // SAFETY: `ptr` covers the whole storage (guaranteed by the caller); the data is
                 // written once, here.
                 unsafe { (*ptr.cast::<Self>()).data.write(data) };
@@ -238,7 +239,7 @@ macro_rules! core_object {
             /// # Safety
             ///
             /// `ptr` must have been initialised with `init` and not taken since.
-            pub(super) unsafe fn take(ptr: *mut bindings::$c) -> T::$data {
+            pub(super) unsafe fn take(ptr: *mut $crate::bindings::$c) -> T::$data {
                 // SAFETY: Guaranteed by the caller: the data is initialised and read out once.
                 unsafe { (*ptr.cast::<Self>()).data.assume_init_read() }
             }
@@ -250,31 +251,34 @@ macro_rules! core_object {
         ///
         /// Wraps the C object at the head of a storage of driver `T` whose data is initialised.
         #[repr(transparent)]
-        pub struct $name<T: Operations>(Opaque<bindings::$c>, PhantomData<T>);
+        pub struct $name<T: $crate::rdma::Operations>(
+            $crate::types::Opaque<$crate::bindings::$c>,
+            ::core::marker::PhantomData<T>,
+        );
 
-        impl<T: Operations> $name<T> {
+        impl<T: $crate::rdma::Operations> $name<T> {
             /// # Safety
             ///
             /// `ptr` must be a live object of driver `T` whose creation succeeded (its data is
             /// initialised), for `'a`.
-            pub(super) unsafe fn from_raw<'a>(ptr: *mut bindings::$c) -> &'a Self {
+            pub(super) unsafe fn from_raw<'a>(ptr: *mut $crate::bindings::$c) -> &'a Self {
                 // SAFETY: Transparent wrapper; validity guaranteed by the caller.
                 unsafe { &*ptr.cast() }
             }
 
             /// The C object.
-            pub(super) fn as_raw(&self) -> *mut bindings::$c {
+            pub(super) fn as_raw(&self) -> *mut $crate::bindings::$c {
                 self.0.get()
             }
 
             /// The device the object belongs to.
-            pub fn device(&self) -> &Device<T> {
+            pub fn device(&self) -> &$crate::rdma::Device<T> {
                 // SAFETY: A live object's device is a live device of driver `T`.
-                unsafe { Device::from_raw((*self.as_raw()).device) }
+                unsafe { $crate::rdma::Device::from_raw((*self.as_raw()).device) }
             }
         }
 
-        impl<T: Operations> core::ops::Deref for $name<T> {
+        impl<T: $crate::rdma::Operations> core::ops::Deref for $name<T> {
             type Target = T::$data;
 
             fn deref(&self) -> &T::$data {
@@ -286,29 +290,14 @@ macro_rules! core_object {
 
         // SAFETY: The data is `Send + Sync` (bounds of `Operations`); the C object is protected
         // by the RDMA core.
-        unsafe impl<T: Operations> Sync for $name<T> {}
+        unsafe impl<T: $crate::rdma::Operations> Sync for $name<T> {}
         // SAFETY: As above.
-        unsafe impl<T: Operations> Send for $name<T> {}
+        unsafe impl<T: $crate::rdma::Operations> Send for $name<T> {}
     };
 }
+pub(super) use core_object;
 
 core_object!(
     /// A live protection domain of driver `T`; dereferences to its data.
     Pd, PdStorage, ib_pd, Pd
-);
-core_object!(
-    /// A live completion queue of driver `T`; dereferences to its data.
-    Cq, CqStorage, ib_cq, Cq
-);
-core_object!(
-    /// A live queue pair of driver `T`; dereferences to its data.
-    Qp, QpStorage, ib_qp, Qp
-);
-core_object!(
-    /// A live shared receive queue of driver `T`; dereferences to its data.
-    Srq, SrqStorage, ib_srq, Srq
-);
-core_object!(
-    /// A live address handle of driver `T`; dereferences to its data.
-    Ah, AhStorage, ib_ah, Ah
 );

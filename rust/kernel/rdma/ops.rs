@@ -3,21 +3,20 @@
 //! The operations of an RDMA provider (C's `struct ib_device_ops`).
 
 use super::{
+    ah::{AhAttr, AhStorage},
     attr::{DeviceAttr, FwVersion, GidAttr, PortAttr, PortImmutable},
     counters::CounterDesc,
-    cq::{CqInitAttr, NotifyFlags, WcSink},
+    cq::{Cq, CqInitAttr, CqStorage},
     device::Device,
     mr::{AccessFlags, Mr, MrKeys, MrType},
-    objects::{
-        AhStorage, Cq, CqStorage, Pd, PdStorage, Qp, QpStorage, Srq, SrqStorage, UserContext,
-        UserContextStorage, Vma,
-    },
-    qp::{AhAttr, QpAttr, QpAttrMask, QpInitAttr, QpQuery},
-    srq::{SrqAttr, SrqType},
+    objects::{Pd, PdStorage, UserContext, UserContextStorage, Vma},
+    qp::{Qp, QpAttr, QpAttrMask, QpInitAttr, QpQuery, QpStorage},
+    srq::{Srq, SrqAttr, SrqStorage, SrqType},
     sysfs::AttributeGroup,
     table::TableIndex,
     udata::UData,
     umem::UserCqBuffer,
+    wc::{NotifyFlags, WcSink},
     wr::{PostError, RecvWrs, SendWrs},
     DriverId, Gid, LinkLayer,
 };
@@ -168,7 +167,8 @@ pub trait Operations: Send + Sync + Sized + 'static {
         crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
-    /// Maps something of `ctx` into user space (`vma`), e.g. with [`UserContext::mmap_bar_uncached`].
+    /// Maps something of `ctx` into user space (`vma`), e.g. with
+    /// [`UserContext::mmap_bar_uncached`].
     fn mmap(_dev: &Device<Self>, _ctx: &UserContext<Self>, _vma: &mut Vma) -> Result {
         crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
@@ -423,6 +423,7 @@ mod post;
 mod qp;
 mod srq;
 mod tabled;
+mod wc;
 
 impl<T: Operations> Adapter<T> {
     /// The operations table. Built at compile time, so only the trampolines of implemented

@@ -2,8 +2,13 @@
 
 //! Shared receive queues: attributes and events.
 
-use super::{objects::Srq, ops::Operations};
+use super::{objects::core_object, ops::Operations};
 use crate::bindings;
+
+core_object!(
+    /// A live shared receive queue of driver `T`; dereferences to its data.
+    Srq, SrqStorage, ib_srq, Srq
+);
 
 /// The attributes of an SRQ (C's `struct ib_srq_attr`).
 #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]

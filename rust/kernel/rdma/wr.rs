@@ -4,9 +4,10 @@
 //! `struct ib_recv_wr` chains).
 
 use super::{
+    ah::Ah,
     mr::{AccessFlags, Mr},
-    objects::{Ah, Qp},
     ops::Operations,
+    qp::Qp,
 };
 use crate::{bindings, error::Error};
 use core::marker::PhantomData;

@@ -3,8 +3,8 @@
 //! Trampolines of address handles.
 
 use super::super::{
-    objects::{AhStorage, Pd},
-    qp::AhAttr,
+    ah::{AhAttr, AhStorage},
+    objects::Pd,
 };
 use super::{Adapter, Operations};
 use crate::{bindings, error::from_result, ffi::c_int};

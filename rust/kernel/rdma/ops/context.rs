@@ -92,16 +92,8 @@ impl<T: Operations> Adapter<T> {
     ) -> c_int {
         from_result(|| {
             // SAFETY: The core passes a PD it allocated with `size_ib_pd` bytes for one of `T`'s
-            // devices. `udata`, when not NULL, belongs to a uverbs call on a live context of the
-            // same device.
-            let (dev, ctx, udata) = unsafe {
-                let ctx = bindings::rdma_udata_to_ucontext(udata);
-                (
-                    Self::dev((*pd).device),
-                    (!ctx.is_null()).then(|| UserContext::<T>::from_raw(ctx)),
-                    (!udata.is_null()).then(|| UData::from_raw(udata)),
-                )
-            };
+            // devices, and a udata that is NULL for kernel callers.
+            let (dev, (ctx, udata)) = unsafe { (Self::dev((*pd).device), Self::user(udata)) };
             let data = T::alloc_pd(dev, ctx, udata)?;
             // SAFETY: The allocation is a `PdStorage<T>`; its data becomes initialised.
             unsafe { PdStorage::<T>::init(pd, data) };

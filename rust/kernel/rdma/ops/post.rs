@@ -3,7 +3,7 @@
 //! Trampolines of the kernel data path: posting send and receive work requests.
 
 use super::super::{
-    objects::Qp,
+    qp::Qp,
     wr::{PostError, RecvWrs, SendWrs},
 };
 use super::{Adapter, Operations};

@@ -3,12 +3,14 @@
 //! Trampolines of queue pairs (their work requests are in `post.rs`).
 
 use super::super::{
-    objects::{Pd, Qp},
-    qp::{QpAttr, QpAttrMask, QpInitAttr},
+    objects::Pd,
+    qp::{Qp, QpAttr, QpAttrMask, QpInitAttr, QpStorage},
 };
-use super::tabled::QpKind;
+use super::tabled::tabled_kind;
 use super::{Adapter, Operations};
 use crate::{bindings, error::from_result, ffi::c_int, prelude::*};
+
+tabled_kind!(QpKind, ib_qp, Qp, QpStorage, Qp, qp, destroy_qp);
 
 impl<T: Operations> Adapter<T> {
     /// The C callback.

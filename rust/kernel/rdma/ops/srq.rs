@@ -3,12 +3,14 @@
 //! Trampolines of shared receive queues.
 
 use super::super::{
-    objects::{Pd, Srq},
-    srq::{SrqAttr, SrqType},
+    objects::Pd,
+    srq::{Srq, SrqAttr, SrqStorage, SrqType},
 };
-use super::tabled::SrqKind;
+use super::tabled::tabled_kind;
 use super::{Adapter, Operations};
 use crate::{bindings, error::from_result, ffi::c_int};
+
+tabled_kind!(SrqKind, ib_srq, Srq, SrqStorage, Srq, srq, destroy_srq);
 
 impl<T: Operations> Adapter<T> {
     /// The C callback.

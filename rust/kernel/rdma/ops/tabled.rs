@@ -5,12 +5,10 @@
 
 use super::super::{
     device::Device,
-    objects::{Cq, CqStorage, Qp, QpStorage, Srq, SrqStorage},
     table::{ObjectTable, TableIndex},
 };
 use super::{Adapter, Operations};
-use crate::{bindings, error::Result};
-use core::marker::PhantomData;
+use crate::error::Result;
 
 /// A kind of object with a table: its C type, its storage, its table and the driver's destroy
 /// callback.
@@ -51,43 +49,52 @@ pub(super) trait Tabled<T: Operations> {
 
 /// Defines the [`Tabled`] kind `$kind` over storage `$storage` and wrapper `$wrapper`.
 macro_rules! tabled_kind {
-    ($kind:ident, $raw:ident, $data:ident, $storage:ident, $wrapper:ident, $table:ident, $destroy:ident) => {
+    (
+        $kind:ident,
+        $raw:ident,
+        $data:ident,
+        $storage:ident,
+        $wrapper:ident,
+        $table:ident,
+        $destroy:ident
+    ) => {
         /// The tabled kind of the same name.
-        pub(super) struct $kind<T>(PhantomData<T>);
+        pub(super) struct $kind<T>(::core::marker::PhantomData<T>);
 
-        impl<T: Operations> Tabled<T> for $kind<T> {
-            type Raw = bindings::$raw;
+        impl<T: $crate::rdma::Operations> $crate::rdma::ops::tabled::Tabled<T> for $kind<T> {
+            type Raw = $crate::bindings::$raw;
             type Data = T::$data;
 
-            fn table(dev: &Device<T>) -> &ObjectTable<bindings::$raw> {
+            fn table(
+                dev: &$crate::rdma::Device<T>,
+            ) -> &$crate::rdma::table::ObjectTable<$crate::bindings::$raw> {
                 &dev.tables().$table
             }
 
-            unsafe fn init(raw: *mut bindings::$raw, data: T::$data) {
+            unsafe fn init(raw: *mut $crate::bindings::$raw, data: T::$data) {
                 // SAFETY: Guaranteed by the caller.
                 unsafe { $storage::<T>::init(raw, data) }
             }
 
-            unsafe fn take(raw: *mut bindings::$raw) -> T::$data {
+            unsafe fn take(raw: *mut $crate::bindings::$raw) -> T::$data {
                 // SAFETY: Guaranteed by the caller.
                 unsafe { $storage::<T>::take(raw) }
             }
 
-            unsafe fn index(raw: *mut bindings::$raw) -> u32 {
+            unsafe fn index(raw: *mut $crate::bindings::$raw) -> u32 {
                 // SAFETY: Guaranteed by the caller: live, data initialised.
-                unsafe { $wrapper::<T>::from_raw(raw) }.table_index()
+                <T::$data as $crate::rdma::TableIndex>::table_index(unsafe {
+                    $wrapper::<T>::from_raw(raw)
+                })
             }
 
-            fn destroy(dev: &Device<T>, data: T::$data) {
+            fn destroy(dev: &$crate::rdma::Device<T>, data: T::$data) {
                 T::$destroy(dev, data)
             }
         }
     };
 }
-
-tabled_kind!(CqKind, ib_cq, Cq, CqStorage, Cq, cq, destroy_cq);
-tabled_kind!(QpKind, ib_qp, Qp, QpStorage, Qp, qp, destroy_qp);
-tabled_kind!(SrqKind, ib_srq, Srq, SrqStorage, Srq, srq, destroy_srq);
+pub(super) use tabled_kind;
 
 impl<T: Operations> Adapter<T> {
     /// Creates an object of kind `K`: reserves its table entry (the one step that can fail for
