@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 #include <linux/mm.h>
+#include <net/netlink.h>
 #include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/iter.h>
@@ -46,6 +47,22 @@ __rust_helper void rust_helper_rdma_umem_block_iter_start(struct ib_block_iter *
 __rust_helper dma_addr_t rust_helper_rdma_block_iter_dma_address(struct ib_block_iter *biter)
 {
 	return rdma_block_iter_dma_address(biter);
+}
+
+__rust_helper struct nlattr *rust_helper_nla_nest_start_noflag(struct sk_buff *skb,
+								int attrtype)
+{
+	return nla_nest_start_noflag(skb, attrtype);
+}
+
+__rust_helper int rust_helper_nla_nest_end(struct sk_buff *skb, struct nlattr *start)
+{
+	return nla_nest_end(skb, start);
+}
+
+__rust_helper void rust_helper_nla_nest_cancel(struct sk_buff *skb, struct nlattr *start)
+{
+	nla_nest_cancel(skb, start);
 }
 
 #endif

@@ -28,6 +28,7 @@ mod mr;
 mod objects;
 mod ops;
 mod qp;
+mod restrack;
 mod srq;
 mod sysfs;
 mod table;
@@ -48,6 +49,7 @@ pub use qp::{
     modify_qp_is_ok, qp_event, Qp, QpAttr, QpAttrFlag, QpAttrMask, QpCap, QpInitAttr, QpQuery,
     QpState, QpType,
 };
+pub use restrack::ResEntry;
 pub use srq::{srq_attr_mask, srq_event, Srq, SrqAttr, SrqType};
 pub use sysfs::{AttributeArray, AttributeGroup, DeviceAttribute, ShowFn, SysfsBuf};
 pub use table::TableIndex;

@@ -11,6 +11,7 @@ use super::{
     mr::{AccessFlags, Mr, MrKeys, MrType},
     objects::{Pd, PdStorage, UserContext, UserContextStorage, Vma},
     qp::{Qp, QpAttr, QpAttrMask, QpInitAttr, QpQuery, QpStorage},
+    restrack::ResEntry,
     srq::{Srq, SrqAttr, SrqStorage, SrqType},
     sysfs::AttributeGroup,
     table::TableIndex,
@@ -132,6 +133,27 @@ pub trait Operations: Send + Sync + Sized + 'static {
     /// [`Operations::PORT_COUNTERS`], in its order. The core reads them at most once every few
     /// milliseconds (sysfs `hw_counters/`, `rdma statistic`).
     fn port_counters(_dev: &Device<Self>, _port: u32, _values: &mut [u64]) -> Result {
+        crate::build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Adds the driver's own details of `qp` to its entry in the core's resource tracking
+    /// (`rdma res show qp -dd`). The other `fill_res_*` callbacks do the same for their kind.
+    fn fill_res_qp(_dev: &Device<Self>, _qp: &Qp<Self>, _entry: &mut ResEntry<'_>) -> Result {
+        crate::build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Adds the driver's details of `cq` (`rdma res show cq -dd`).
+    fn fill_res_cq(_dev: &Device<Self>, _cq: &Cq<Self>, _entry: &mut ResEntry<'_>) -> Result {
+        crate::build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Adds the driver's details of `srq` (`rdma res show srq -dd`).
+    fn fill_res_srq(_dev: &Device<Self>, _srq: &Srq<Self>, _entry: &mut ResEntry<'_>) -> Result {
+        crate::build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Adds the driver's details of `mr` (`rdma res show mr -dd`).
+    fn fill_res_mr(_dev: &Device<Self>, _mr: &Mr<Self>, _entry: &mut ResEntry<'_>) -> Result {
         crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -421,6 +443,7 @@ mod device;
 mod mr;
 mod post;
 mod qp;
+mod restrack;
 mod srq;
 mod tabled;
 mod wc;
@@ -476,6 +499,18 @@ impl<T: Operations> Adapter<T> {
         );
         if T::HAS_MAP_MR_SG_BEGIN && T::HAS_MAP_MR_SG_PAGE {
             ops.map_mr_sg = Some(Self::map_mr_sg);
+        }
+        if T::HAS_FILL_RES_QP {
+            ops.fill_res_qp_entry = Some(Self::fill_res_qp_entry);
+        }
+        if T::HAS_FILL_RES_CQ {
+            ops.fill_res_cq_entry = Some(Self::fill_res_cq_entry);
+        }
+        if T::HAS_FILL_RES_SRQ {
+            ops.fill_res_srq_entry = Some(Self::fill_res_srq_entry);
+        }
+        if T::HAS_FILL_RES_MR {
+            ops.fill_res_mr_entry = Some(Self::fill_res_mr_entry);
         }
         if T::HAS_PORT_COUNTERS {
             ops.alloc_hw_port_stats = Some(Self::alloc_hw_port_stats);

@@ -16,8 +16,8 @@ use kernel::{
     page::PAGE_SIZE,
     prelude::*,
     rdma::{
-        self, Access, CqInitAttr, TableIndex, UData, Umem, UserContext, UserCqBuffer, WcSink,
-        WorkCompletion,
+        self, Access, CqInitAttr, ResEntry, TableIndex, UData, Umem, UserContext, UserCqBuffer,
+        WcSink, WorkCompletion,
     },
     sync::SpinLockIrq,
 };
@@ -40,6 +40,21 @@ pub(crate) struct Cq {
 impl TableIndex for Cq {
     fn table_index(&self) -> u32 {
         self.handle
+    }
+}
+
+impl Cq {
+    /// The driver's details of the CQ in `rdma res show cq -dd`: the device's handle and where
+    /// its ring is.
+    pub(crate) fn fill_res(&self, entry: &mut ResEntry<'_>) -> Result {
+        entry.put_u32(c"dev_handle", self.handle)?;
+        entry.put_str(
+            c"ring",
+            match self.ring {
+                CqRing::User { .. } => c"user",
+                CqRing::Kernel(_) => c"kernel",
+            },
+        )
     }
 }
 

@@ -13,7 +13,7 @@ use kernel::{
     new_spinlock_irq,
     page::PAGE_SHIFT,
     prelude::*,
-    rdma::{self, Access, AccessFlags, MrKeys, MrType, UData, Umem},
+    rdma::{self, Access, AccessFlags, MrKeys, MrType, ResEntry, UData, Umem},
     sync::SpinLockIrq,
 };
 
@@ -30,7 +30,7 @@ struct PageList {
 /// What an MR keeps alive for the device.
 enum MrMemory {
     /// User memory, pinned, and its page directory.
-    User { _pdir: PageDir, _umem: Umem },
+    User { pdir: PageDir, _umem: Umem },
     /// All of memory: nothing to keep.
     Dma,
     /// A fast-register region: the directory a `REG_MR` work request hands the device, and the
@@ -45,6 +45,21 @@ enum MrMemory {
 pub(crate) struct Mr {
     handle: u32,
     memory: MrMemory,
+}
+
+impl Mr {
+    /// The driver's details of the MR in `rdma res show mr -dd`: the device's handle, what kind
+    /// of memory it covers and the pages of its directory.
+    pub(crate) fn fill_res(&self, entry: &mut ResEntry<'_>) -> Result {
+        entry.put_u32(c"dev_handle", self.handle)?;
+        let (kind, pages) = match &self.memory {
+            MrMemory::User { pdir, .. } => (c"user", pdir.npages()),
+            MrMemory::Dma => (c"dma", 0),
+            MrMemory::FastReg { pdir, .. } => (c"fast_reg", pdir.npages()),
+        };
+        entry.put_str(c"memory", kind)?;
+        entry.put_u64(c"dir_pages", pages as u64)
+    }
 }
 
 /// The MR the device created (`resp`), keeping `memory` alive, and its keys.
@@ -93,13 +108,7 @@ impl Mr {
         };
         let resp: RespCreateMr = dev.hw.command(opcode_verbs::CREATE_MR, &cmd)?;
         reservation.keep();
-        Ok(created(
-            &resp,
-            MrMemory::User {
-                _pdir: pdir,
-                _umem: umem,
-            },
-        ))
+        Ok(created(&resp, MrMemory::User { pdir, _umem: umem }))
     }
 
     /// Creates a DMA MR (see [`rdma::Operations::get_dma_mr`]).

@@ -22,7 +22,7 @@ use kernel::{
     prelude::*,
     rdma::{
         self, QpAttr, QpAttrFlag as Attr, QpAttrMask, QpCap, QpInitAttr, QpQuery, QpState, QpType,
-        TableIndex, UData, Umem, UserContext,
+        ResEntry, TableIndex, UData, Umem, UserContext,
     },
     sync::{Mutex, SpinLockIrq},
 };
@@ -41,7 +41,7 @@ const MAX_USER_INLINE_DATA: u32 = (PAGE_SIZE - size_of::<SqWqeHdr>()) as u32;
 enum QpRings {
     /// In user memory (the provider library's send and receive buffers).
     User {
-        _pdir: PageDir,
+        pdir: PageDir,
         _send: Umem,
         _recv: Option<Umem>,
     },
@@ -52,6 +52,15 @@ enum QpRings {
         sq: Pin<KBox<SpinLockIrq<WorkQueue>>>,
         rq: Option<Pin<KBox<SpinLockIrq<WorkQueue>>>>,
     },
+}
+
+impl QpRings {
+    /// The page directory the device reads both rings through.
+    fn pdir(&self) -> &PageDir {
+        match self {
+            QpRings::User { pdir, .. } | QpRings::Kernel { pdir, .. } => pdir,
+        }
+    }
 }
 
 /// A QP: the device's handle and what the driver must remember of it.
@@ -75,6 +84,22 @@ pub(crate) struct Qp {
 impl TableIndex for Qp {
     fn table_index(&self) -> u32 {
         self.handle
+    }
+}
+
+impl Qp {
+    /// The driver's details of the QP in `rdma res show qp -dd`: the device's handles of it and
+    /// its CQs, and where its rings are.
+    pub(crate) fn fill_res(&self, entry: &mut ResEntry<'_>) -> Result {
+        entry.put_u32(c"dev_handle", self.handle)?;
+        entry.put_u32(c"send_cq_handle", self.cqs.0)?;
+        entry.put_u32(c"recv_cq_handle", self.cqs.1)?;
+        let rings = match self.rings {
+            QpRings::User { .. } => c"user",
+            QpRings::Kernel { .. } => c"kernel",
+        };
+        entry.put_str(c"rings", rings)?;
+        entry.put_u64(c"ring_pages", self.rings.pdir().npages() as u64)
     }
 }
 
@@ -234,7 +259,7 @@ impl Qp {
                 drop(umems);
                 (
                     QpRings::User {
-                        _pdir: pdir,
+                        pdir,
                         _send: send,
                         _recv: recv,
                     },
@@ -282,12 +307,8 @@ impl Qp {
             return Err(EINVAL);
         }
 
-        let pdir_dma = match &rings {
-            QpRings::User { _pdir, .. } => _pdir.dma_handle(),
-            QpRings::Kernel { pdir, .. } => pdir.dma_handle(),
-        };
         let cmd = CmdCreateQp {
-            pdir_dma,
+            pdir_dma: rings.pdir().dma_handle(),
             pd_handle: pd.handle,
             send_cq_handle: send_cq.handle,
             recv_cq_handle: recv_cq.handle,

@@ -7,20 +7,29 @@ use crate::{abi::*, device::IbDev, pdir::PageDir};
 use kernel::{
     page::PAGE_SIZE,
     prelude::*,
-    rdma::{self, srq_attr_mask, SrqAttr, SrqType, TableIndex, UData, Umem},
+    rdma::{self, srq_attr_mask, ResEntry, SrqAttr, SrqType, TableIndex, UData, Umem},
 };
 
 /// An SRQ: the device's handle and its ring in user memory.
 pub(crate) struct Srq {
     /// The device's handle (what QP commands and async events name it by).
     pub(crate) handle: u32,
-    _pdir: PageDir,
+    pdir: PageDir,
     _umem: Umem,
 }
 
 impl TableIndex for Srq {
     fn table_index(&self) -> u32 {
         self.handle
+    }
+}
+
+impl Srq {
+    /// The driver's details of the SRQ in `rdma res show srq -dd`: the device's handle and the
+    /// pages of its ring (always in user memory).
+    pub(crate) fn fill_res(&self, entry: &mut ResEntry<'_>) -> Result {
+        entry.put_u32(c"dev_handle", self.handle)?;
+        entry.put_u64(c"ring_pages", self.pdir.npages() as u64)
     }
 }
 
@@ -76,7 +85,7 @@ impl Srq {
         let resp: RespCreateSrq = dev.hw.command(opcode_verbs::CREATE_SRQ, &cmd)?;
         let srq = Srq {
             handle: resp.srqn,
-            _pdir: pdir,
+            pdir,
             _umem: umem,
         };
         let reply = UserCreateSrqResp {

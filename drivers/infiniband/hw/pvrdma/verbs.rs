@@ -22,8 +22,8 @@ use kernel::{
     rdma::{
         self, AccessFlags, AhAttr, CqInitAttr, DeviceAttr, FwVersion, Gid, GidAttr, LinkLayer,
         MrKeys, MrType, NotifyFlags, PortAttr, PortImmutable, PostError, QpAttr, QpAttrMask,
-        QpInitAttr, QpQuery, RecvWrs, SendWrs, SrqAttr, SrqType, UData, UserContext, UserCqBuffer,
-        Vma, WcSink,
+        QpInitAttr, QpQuery, RecvWrs, ResEntry, SendWrs, SrqAttr, SrqType, UData, UserContext,
+        UserCqBuffer, Vma, WcSink,
     },
 };
 
@@ -58,6 +58,38 @@ impl rdma::Operations for IbDev {
 
     fn report_port_event(dev: &rdma::Device<Self>, ndev: &NetDevice, event: NetEvent) {
         link::report_port_event(dev, ndev, event)
+    }
+
+    fn fill_res_qp(
+        _dev: &rdma::Device<Self>,
+        qp: &rdma::Qp<Self>,
+        entry: &mut ResEntry<'_>,
+    ) -> Result {
+        qp.fill_res(entry)
+    }
+
+    fn fill_res_cq(
+        _dev: &rdma::Device<Self>,
+        cq: &rdma::Cq<Self>,
+        entry: &mut ResEntry<'_>,
+    ) -> Result {
+        cq.fill_res(entry)
+    }
+
+    fn fill_res_srq(
+        _dev: &rdma::Device<Self>,
+        srq: &rdma::Srq<Self>,
+        entry: &mut ResEntry<'_>,
+    ) -> Result {
+        srq.fill_res(entry)
+    }
+
+    fn fill_res_mr(
+        _dev: &rdma::Device<Self>,
+        mr: &rdma::Mr<Self>,
+        entry: &mut ResEntry<'_>,
+    ) -> Result {
+        mr.fill_res(entry)
     }
 
     fn port_counters(dev: &rdma::Device<Self>, _port: u32, values: &mut [u64]) -> Result {
