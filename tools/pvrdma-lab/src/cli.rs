@@ -1,4 +1,5 @@
-//! The command line: `pvrdma-lab run [options]`, `pvrdma-lab list`.
+//! The command line: `pvrdma-lab run [options]`, `pvrdma-lab list`,
+//! `pvrdma-lab bench-report [options]`.
 
 use std::path::PathBuf;
 
@@ -12,6 +13,7 @@ usage: pvrdma-lab run [--models patched,stock] [--drivers c,rust]
                       [--qemu-stock PATH] [--qemu-patched PATH]
                       [--mux PATH] [--verbs-lib PATH] [--rust-module PATH]
        pvrdma-lab list
+       pvrdma-lab bench-report --results DIR [--model patched|stock] [--out DIR]
 
 run   boots one fresh QEMU (with a fresh pvrdma-mux) per device model, driver
       and test and prints one TAP line for each (`ok 3 - patched/c/rping`),
@@ -42,6 +44,15 @@ run   boots one fresh QEMU (with a fresh pvrdma-mux) per device model, driver
       --rust-module  the Rust driver module
                      (default: drivers/infiniband/hw/pvrdma/pvrdma.ko)
 list  lists the guest tests (tests/guest/tests/*.sh)
+bench-report
+      the statistics of tools/lab/bench's repetitions (DIR/rep<N>/, the
+      warm-up DIR/warmup/ left out): per metric, each driver's median over
+      the runs that passed, the Rust/C ratio of the medians and its 95%
+      bootstrap interval, and a verdict; prints the table and writes
+      bench.md and bench.svg
+      --results      the benchmark's results directory (required)
+      --model        the device model the runs used (default: patched)
+      --out          where bench.md and bench.svg go (default: --results)
 ";
 
 /// A driver the lab can test.
@@ -100,6 +111,17 @@ pub struct RunOptions {
     pub rust_module: Option<PathBuf>,
 }
 
+/// Options of `pvrdma-lab bench-report`.
+#[derive(Debug)]
+pub struct BenchReportOptions {
+    /// `--results`: the directory holding `rep<N>/`.
+    pub results: PathBuf,
+    /// `--model`.
+    pub model: DeviceModel,
+    /// `--out`; the results directory when not given.
+    pub out: Option<PathBuf>,
+}
+
 /// What the command line asks for.
 #[derive(Debug)]
 pub enum Command {
@@ -107,6 +129,8 @@ pub enum Command {
     Run(Box<RunOptions>),
     /// `list`.
     List,
+    /// `bench-report`.
+    BenchReport(BenchReportOptions),
     /// `help`, `-h`, `--help`.
     Help,
 }
@@ -118,6 +142,7 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
     };
     match command.as_str() {
         "run" => parse_run(rest).map(|o| Command::Run(Box::new(o))),
+        "bench-report" => parse_bench_report(rest).map(Command::BenchReport),
         "list" if rest.is_empty() => Ok(Command::List),
         "list" => Err(format!("list takes no arguments, got '{}'", rest[0])),
         "help" | "-h" | "--help" => Ok(Command::Help),
@@ -187,6 +212,34 @@ fn parse_run(args: &[String]) -> Result<RunOptions, String> {
     dedup(&mut options.drivers);
     dedup(&mut options.tests);
     Ok(options)
+}
+
+fn parse_bench_report(args: &[String]) -> Result<BenchReportOptions, String> {
+    let (mut results, mut model, mut out) = (None, DeviceModel::Patched, None);
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((flag, value)) if flag.starts_with("--") => (flag, Some(value.to_string())),
+            _ => (arg.as_str(), None),
+        };
+        if !["--results", "--model", "--out"].contains(&flag) {
+            return Err(format!("unknown bench-report option '{arg}'"));
+        }
+        let value = inline
+            .or_else(|| args.next().cloned())
+            .filter(|v| !v.is_empty())
+            .ok_or_else(|| format!("{flag} needs a value"))?;
+        match flag {
+            "--results" => results = Some(PathBuf::from(value)),
+            "--model" => model = DeviceModel::parse(&value)?,
+            _ => out = Some(PathBuf::from(value)),
+        }
+    }
+    Ok(BenchReportOptions {
+        results: results.ok_or("bench-report needs --results DIR")?,
+        model,
+        out,
+    })
 }
 
 /// The options of `run` that take a value.
@@ -262,6 +315,27 @@ mod tests {
         assert!(parse(&args("list extra")).is_err());
         assert!(parse(&[]).is_err());
         assert!(matches!(parse(&args("list")), Ok(Command::List)));
+    }
+
+    #[test]
+    fn bench_report_options() {
+        let Ok(Command::BenchReport(o)) =
+            parse(&args("bench-report --results /r --model=stock --out /o"))
+        else {
+            panic!("not parsed");
+        };
+        assert_eq!(o.results, PathBuf::from("/r"));
+        assert_eq!(o.model, DeviceModel::Stock);
+        assert_eq!(o.out, Some(PathBuf::from("/o")));
+        let Ok(Command::BenchReport(o)) = parse(&args("bench-report --results=/r")) else {
+            panic!("not parsed");
+        };
+        assert_eq!(o.model, DeviceModel::Patched);
+        assert_eq!(o.out, None);
+        assert!(parse(&args("bench-report")).is_err());
+        assert!(parse(&args("bench-report --results")).is_err());
+        assert!(parse(&args("bench-report --results /r --model qemu")).is_err());
+        assert!(parse(&args("bench-report --results /r --reps 3")).is_err());
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! `pvrdma-lab`: runs the lab's guest tests under QEMU's pvrdma for each device
-//! model and driver and reports TAP (see Documentation/lab.md).
+//! model and driver and reports TAP; reports the statistics of the benchmark's
+//! repetitions (see Documentation/lab.md).
 
+mod bench;
 mod catalog;
 mod child;
 mod cli;
@@ -44,6 +46,7 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Ok(cli::Command::List) => list(),
+        Ok(cli::Command::BenchReport(options)) => bench_report(&options),
         Ok(cli::Command::Run(options)) => run(&options),
         Err(why) => {
             eprintln!("pvrdma-lab: {why}\n\n{}", cli::USAGE);
@@ -67,6 +70,20 @@ fn list() -> ExitCode {
         }
         Err(why) => {
             eprintln!("pvrdma-lab: {why}");
+            ExitCode::from(EXIT_USAGE)
+        }
+    }
+}
+
+/// `pvrdma-lab bench-report`.
+fn bench_report(options: &cli::BenchReportOptions) -> ExitCode {
+    match bench::run(options) {
+        Ok(table) => {
+            print!("{table}");
+            ExitCode::SUCCESS
+        }
+        Err(why) => {
+            eprintln!("pvrdma-lab: bench-report: {why}");
             ExitCode::from(EXIT_USAGE)
         }
     }

@@ -1,0 +1,275 @@
+//! The figures a benchmark run leaves in its test directories, read from the
+//! lines the guest writes (the formats `tests/guest/lib.sh` and
+//! `tests/guest/tests/verbs_resources.c` print):
+//!
+//! - perftest's `notes.txt`, one line per tool (`lab_perftest_bw`,
+//!   `lab_perftest_lat`):
+//!   `ib_write_bw: 1000 x 65536 B: peak 702.35 MB/s, average 701.92 MB/s (attempt 1)`,
+//!   `ib_write_lat: 1000 x 64 B: min 12, typical 13, average 14 cycles (4.1 / 4.3 / 4.7 us at 3000 MHz)`;
+//! - `verbs_resources.log`, one `ok:` line per phase and round, ending with the
+//!   phase's time: `ok: round 1: 256 CQs of 8 entries created (170 ms)`.
+
+use std::collections::BTreeMap;
+
+/// A phase of verbs_resources' control-path work, in the order it runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Phase {
+    /// Creating the 256 CQs.
+    CreateCqs,
+    /// Creating the 256 QPs.
+    CreateQps,
+    /// Registering the MRs (4 KiB doubling up to the device's limit).
+    RegisterMrs,
+    /// Connecting the RC QPs pairwise (and readying the UD QPs).
+    ConnectQps,
+    /// Destroying everything and closing the device.
+    DestroyAll,
+}
+
+impl Phase {
+    /// Which phase a line of the log times, by the words the program prints
+    /// for it (checked in the order `tools/lab/bench` used to check them).
+    fn of_line(line: &str) -> Option<Phase> {
+        if line.contains(" CQs of ") && line.contains(" created (") {
+            Some(Phase::CreateCqs)
+        } else if line.contains(" QPs created (") {
+            Some(Phase::CreateQps)
+        } else if line.contains(" MRs registered") {
+            Some(Phase::RegisterMrs)
+        } else if line.contains(" connected pairwise") {
+            Some(Phase::ConnectQps)
+        } else if line.contains(" destroyed (each returned") {
+            Some(Phase::DestroyAll)
+        } else {
+            None
+        }
+    }
+
+    /// What the phase does, for the report.
+    pub fn about(self) -> &'static str {
+        match self {
+            Phase::CreateCqs => "create 256 CQs",
+            Phase::CreateQps => "create 256 QPs",
+            Phase::RegisterMrs => "register MRs",
+            Phase::ConnectQps => "connect 224 RC QPs",
+            Phase::DestroyAll => "destroy everything",
+        }
+    }
+}
+
+/// What one figure measures. The order (bandwidths, latencies, then the
+/// control path) is the order of the report's rows.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Metric {
+    /// A perftest bandwidth tool's average bandwidth (MB/s), by tool name.
+    Bandwidth(String),
+    /// A perftest latency tool's typical latency (µs), by tool name.
+    Latency(String),
+    /// A verbs_resources phase, its times summed over the rounds (ms).
+    Phase(Phase),
+}
+
+impl Metric {
+    /// The unit of the metric's figures.
+    pub fn unit(&self) -> &'static str {
+        match self {
+            Metric::Bandwidth(_) => "MB/s",
+            Metric::Latency(_) => "µs",
+            Metric::Phase(_) => "ms",
+        }
+    }
+
+    /// Whether a larger figure is better: bandwidths are, times are not.
+    pub fn higher_is_better(&self) -> bool {
+        matches!(self, Metric::Bandwidth(_))
+    }
+
+    /// The row's name in the report.
+    pub fn label(&self) -> String {
+        match self {
+            Metric::Bandwidth(tool) => format!("{tool} ({})", self.unit()),
+            Metric::Latency(tool) => format!("{tool} (typical {})", self.unit()),
+            Metric::Phase(phase) => format!("{} ({}, all rounds)", phase.about(), self.unit()),
+        }
+    }
+}
+
+/// The figures of one test directory.
+pub type Figures = BTreeMap<Metric, f64>;
+
+/// A measured value: a decimal number (digits and dots, as the guest prints
+/// them) that is finite and not negative.
+fn value(text: &str) -> Option<f64> {
+    if text.is_empty() || !text.chars().all(|c| c.is_ascii_digit() || c == '.') {
+        return None;
+    }
+    text.parse::<f64>().ok().filter(|v| v.is_finite())
+}
+
+/// The tool a notes line is about (`ib_<word>_bw` or `ib_<word>_lat` before
+/// the first colon) and the rest of the line.
+fn perftest_tool(line: &str) -> Option<(&str, &str)> {
+    let (tool, rest) = line.split_once(':')?;
+    let word = tool.strip_prefix("ib_")?;
+    if word.is_empty() || !word.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return None;
+    }
+    Some((tool, rest))
+}
+
+/// The figure of one line of a perftest test's `notes.txt`: a bandwidth
+/// tool's average, or a latency tool's typical latency in µs (the middle of
+/// `(min / typical / average us at F MHz)`; a line without µs, written when
+/// the guest's TSC frequency was unknown, has no figure).
+pub fn perftest_note(line: &str) -> Option<(Metric, f64)> {
+    let (tool, rest) = perftest_tool(line)?;
+    if tool.ends_with("_bw") {
+        let after = &rest[rest.rfind("average ")? + "average ".len()..];
+        let (number, _) = after.split_once(" MB/s")?;
+        return Some((Metric::Bandwidth(tool.to_string()), value(number)?));
+    }
+    if tool.ends_with("_lat") {
+        let inside = &rest[rest.rfind('(')? + 1..];
+        let mut parts = inside.splitn(3, " / ");
+        let (_min, typical, _rest) = (value(parts.next()?)?, parts.next()?, parts.next()?);
+        return Some((Metric::Latency(tool.to_string()), value(typical)?));
+    }
+    None
+}
+
+/// The figures of a perftest test's `notes.txt`; a tool noted twice counts
+/// once, with its last line.
+pub fn perftest_notes(text: &str) -> Figures {
+    text.lines().filter_map(perftest_note).collect()
+}
+
+/// The phase and milliseconds of one line of `verbs_resources.log`: a line
+/// naming a phase that ends with `(N ms)`.
+pub fn resources_line(line: &str) -> Option<(Phase, f64)> {
+    let line = line.trim_end();
+    let phase = Phase::of_line(line)?;
+    let inside = line.strip_suffix(" ms)")?;
+    let number = &inside[inside.rfind('(')? + 1..];
+    if !number.chars().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    Some((phase, value(number)?))
+}
+
+/// The figures of `verbs_resources.log`: each phase's times summed over the
+/// rounds the log holds.
+pub fn resources_log(text: &str) -> Figures {
+    let mut figures = Figures::new();
+    for (phase, ms) in text.lines().filter_map(resources_line) {
+        *figures.entry(Metric::Phase(phase)).or_insert(0.0) += ms;
+    }
+    figures
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bandwidth_line() {
+        let line = "ib_write_bw: 1000 x 65536 B: peak 702.35 MB/s, average 701.92 MB/s (attempt 2)";
+        assert_eq!(
+            perftest_note(line),
+            Some((Metric::Bandwidth("ib_write_bw".into()), 701.92))
+        );
+    }
+
+    #[test]
+    fn latency_line() {
+        let line = "ib_send_lat: 1000 x 64 B: min 10944, typical 12030, average 13466 cycles \
+                    (3.6 / 4.0 / 4.5 us at 2994 MHz)";
+        assert_eq!(
+            perftest_note(line),
+            Some((Metric::Latency("ib_send_lat".into()), 4.0))
+        );
+    }
+
+    #[test]
+    fn lines_without_a_figure() {
+        // No TSC frequency: cycles only.
+        assert_eq!(
+            perftest_note("ib_read_lat: 1000 x 64 B: min 1, typical 2, average 3 cycles"),
+            None
+        );
+        assert_eq!(perftest_note("ib_write_bw: 1 MB/s"), None);
+        assert_eq!(perftest_note("rping: 100 pings"), None);
+        assert_eq!(
+            perftest_note("ib_write_bw: 1 x 1 B: peak 1 MB/s, average -1 MB/s (attempt 1)"),
+            None
+        );
+    }
+
+    #[test]
+    fn notes_file() {
+        let text = "ib_write_bw: 1000 x 65536 B: peak 800 MB/s, average 799.5 MB/s (attempt 1)\n\
+                    ib_write_lat: 1000 x 64 B: min 1, typical 2, average 3 cycles \
+                    (1000.0 / 1008.5 / 1020.1 us at 3000 MHz)\n\
+                    something else\n";
+        let figures = perftest_notes(text);
+        assert_eq!(figures.len(), 2);
+        assert_eq!(
+            figures.get(&Metric::Bandwidth("ib_write_bw".into())),
+            Some(&799.5)
+        );
+        assert_eq!(
+            figures.get(&Metric::Latency("ib_write_lat".into())),
+            Some(&1008.5)
+        );
+    }
+
+    /// The `ok:` lines verbs_resources.c prints, two rounds, with the lines
+    /// around them that carry no phase time.
+    const RESOURCES_LOG: &str = "\
+device rocep0s4: max_qp 32768, max_cq 4096, max_mr 65536, max_mr_size 4294967295, max_qp_wr 1024, max_cqe 262144, max_sge 4, page size 4096
+ok: round 1: 256 CQs of 8 entries created (170 ms)
+ok: round 1: 256 QPs created (224 RC, 32 UD), each on its own CQ (210 ms)
+ok: round 1: 16 MRs registered, 4 KiB to 131072 KiB, and a 8192 KiB message MR (1600 ms)
+ok: round 1: 224 RC QPs connected pairwise over GID index 1, 32 UD QPs ready, all in RTS (200 ms)
+ok: round 1: 224 RC and 32 UD QPs each sent and received one message, every byte checked (90 ms)
+ok: round 1: each of the 16 MRs carried a message from its first half into its second (80 ms)
+ok: round 1: 256 QPs, the AH, 17 MRs, 256 CQs, the PD destroyed (each returned 0), device closed (450 ms)
+ok: round 1 of 2 done in 3000 ms
+ok: round 2: 256 CQs of 8 entries created (171 ms)
+ok: round 2: 256 QPs created (224 RC, 32 UD), each on its own CQ (222 ms)
+ok: round 2: 16 MRs registered, 4 KiB to 131072 KiB, and a 8192 KiB message MR (1656 ms)
+ok: round 2: 224 RC QPs connected pairwise over GID index 1, 32 UD QPs ready, all in RTS (206 ms)
+ok: round 2: 256 QPs, the AH, 17 MRs, 256 CQs, the PD destroyed (each returned 0), device closed (446 ms)
+ok: churn: 3 batches of 64 PDs, 256 CQs, 64 MRs created and destroyed (192, 768, 192 in all; device max_pd 1024, max_cq 4096, max_mr 65536): no handle leaked (900 ms)
+all checks passed (2 rounds, 9000 ms)
+";
+
+    #[test]
+    fn resources_phases_summed_over_rounds() {
+        let figures = resources_log(RESOURCES_LOG);
+        let phase = |p| figures.get(&Metric::Phase(p)).copied();
+        assert_eq!(phase(Phase::CreateCqs), Some(341.0));
+        assert_eq!(phase(Phase::CreateQps), Some(432.0));
+        assert_eq!(phase(Phase::RegisterMrs), Some(3256.0));
+        assert_eq!(phase(Phase::ConnectQps), Some(406.0));
+        assert_eq!(phase(Phase::DestroyAll), Some(896.0));
+        assert_eq!(figures.len(), 5);
+    }
+
+    #[test]
+    fn resources_lines_without_a_time() {
+        assert_eq!(
+            resources_line("FAIL: churn batch 3: ibv_reg_mr 7: ENOMEM (6 MRs registered before, device max_mr 8)"),
+            None
+        );
+        assert_eq!(
+            resources_line("ok: round 1: 256 CQs of 8 entries created (1.5 ms)"),
+            None
+        );
+        assert_eq!(
+            resources_line(
+                "ok: round 1: 256 QPs created (224 RC, 32 UD), each on its own CQ (7 ms)\n"
+            ),
+            Some((Phase::CreateQps, 7.0))
+        );
+    }
+}
