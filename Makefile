@@ -134,8 +134,10 @@ check: kernel tools module $(QEMU_FOR_CHECK)
 	@$(TOP)/tools/lab/check --kernel $(KDIR_FILE)/ --models "$(MODELS)" --drivers "$(DRIVERS)" --tests "$(TESTS)" --results $(RESULTS) --rust-module $(RUST_MODULE) --qemu-stock $(STOCK_QEMU)
 
 # The Rust driver against the C driver, same run, same device model: perftest
-# and the control path of verbs_resources, medians over BENCH_REPS repetitions.
-BENCH_REPS ?= 3
+# and the control path of verbs_resources over BENCH_REPS repetitions after a
+# discarded warm-up; medians, Rust/C ratios with bootstrap intervals
+# (pvrdma-lab bench-report), in $(RESULTS)/bench/bench.md and bench.svg.
+BENCH_REPS ?= 10
 BENCH_MODEL ?= patched
 bench: DRIVERS = c,rust
 bench: kernel tools module $(if $(filter patched,$(BENCH_MODEL)),qemu,stock-qemu)
