@@ -6,6 +6,7 @@ use crate::ffi;
 use crate::guard::{errno_result, guard, ptr_result, set_errno};
 use crate::log::vlog;
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::fmt;
 
 /// Polled completions as the debug log shows them: one `{...}` per entry.
@@ -195,8 +196,15 @@ pub unsafe extern "C" fn ibv_ack_cq_events(cq: *mut ffi::ibv_cq, nevents: u32) {
     })
 }
 
+/// Polls that found nothing since the last one the log shows (any CQ). QEMU's
+/// backend polls its CQs in a loop: a log line (a locked, unbuffered write)
+/// for each empty poll made the debug log the lab's bottleneck, millions of
+/// lines per pingpong, and slowed every verb that waited for the log's lock.
+static EMPTY_POLLS: AtomicU64 = AtomicU64::new(0);
+
 /// `context->ops.poll_cq`: the number of completions written to `wc`, or
-/// a negative value (-1, errno set) on error.
+/// a negative value (-1, errno set) on error. Only polls that return
+/// something are logged, with the count of empty ones before them.
 ///
 /// # Safety
 /// `wc` has room for `num_entries` `struct ibv_wc`.
@@ -213,11 +221,16 @@ pub unsafe extern "C" fn ops_poll_cq(
         // Returning fewer than asked is allowed; bounds the copy buffer.
         let mut buf = vec![ffi::ibv_wc::default(); (num_entries as usize).min(4096)];
         let r = engine::lock().poll_cq(cq as usize, &mut buf);
-        vlog!(
-            "poll_cq",
-            "{cq:p} max={num_entries} -> {r:?}{}",
-            WcList(&buf[..*r.as_ref().unwrap_or(&0)])
-        );
+        if matches!(r, Ok(0)) {
+            EMPTY_POLLS.fetch_add(1, Ordering::Relaxed);
+        } else {
+            vlog!(
+                "poll_cq",
+                "{cq:p} max={num_entries} -> {r:?}{} (after {} empty polls)",
+                WcList(&buf[..*r.as_ref().unwrap_or(&0)]),
+                EMPTY_POLLS.swap(0, Ordering::Relaxed)
+            );
+        }
         match r {
             Ok(n) => {
                 // SAFETY: `wc` has room for num_entries >= n entries; `buf` is ours.
