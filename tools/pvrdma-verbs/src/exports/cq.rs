@@ -6,8 +6,8 @@ use crate::ffi;
 use crate::guard::{errno_result, guard, ptr_result, set_errno};
 use crate::log::vlog;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Polled completions as the debug log shows them: one `{...}` per entry.
 struct WcList<'a>(&'a [ffi::ibv_wc]);
