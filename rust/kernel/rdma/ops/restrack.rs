@@ -8,11 +8,36 @@
 //! and an object is tracked only once its creation succeeded, so each callback sees a live
 //! object whose data is initialised.
 
-use super::super::{cq::Cq, mr::Mr, qp::Qp, restrack::ResEntry, srq::Srq};
+use super::super::{cq::Cq, device::Device, mr::Mr, qp::Qp, restrack::ResEntry, srq::Srq};
 use super::{Adapter, Operations};
-use crate::{bindings, error::from_result, ffi::c_int};
+use crate::{
+    bindings,
+    error::{from_result, Result},
+    ffi::c_int,
+};
 
 impl<T: Operations> Adapter<T> {
+    /// Lets `fill` add the driver's details of `obj`, a tracked object of device `ib`, to the
+    /// dump's message `msg`: the one body of the `fill_res_*_entry` trampolines below.
+    ///
+    /// # Safety
+    ///
+    /// `msg` must be the message of a `fill_res_*_entry` callback in progress and `ib` the
+    /// device of `obj`, a device of driver `T`.
+    unsafe fn fill_res<O>(
+        msg: *mut bindings::sk_buff,
+        ib: *mut bindings::ib_device,
+        obj: &O,
+        fill: impl FnOnce(&Device<T>, &O, &mut ResEntry<'_>) -> Result,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: Guaranteed by the caller: `ib` is a device of driver `T`, live during the
+            // callback, and `msg` the message being filled.
+            unsafe { ResEntry::fill(msg, |entry| fill(Self::dev(ib), obj, entry)) }?;
+            Ok(0)
+        })
+    }
+
     /// The C callback.
     ///
     /// # Safety
@@ -22,14 +47,9 @@ impl<T: Operations> Adapter<T> {
         msg: *mut bindings::sk_buff,
         ibqp: *mut bindings::ib_qp,
     ) -> c_int {
-        from_result(|| {
-            // SAFETY: A tracked QP of one of `T`'s devices, live during the dump (see the
-            // module's documentation), and the message being filled.
-            let (dev, qp) = unsafe { (Self::dev((*ibqp).device), Qp::<T>::from_raw(ibqp)) };
-            // SAFETY: The message of this callback.
-            unsafe { ResEntry::fill(msg, |entry| T::fill_res_qp(dev, qp, entry)) }?;
-            Ok(0)
-        })
+        // SAFETY: A tracked QP of one of `T`'s devices, live during the dump (see the
+        // module's documentation), and the message being filled.
+        unsafe { Self::fill_res(msg, (*ibqp).device, Qp::<T>::from_raw(ibqp), T::fill_res_qp) }
     }
 
     /// The C callback.
@@ -41,13 +61,8 @@ impl<T: Operations> Adapter<T> {
         msg: *mut bindings::sk_buff,
         ibcq: *mut bindings::ib_cq,
     ) -> c_int {
-        from_result(|| {
-            // SAFETY: As in `fill_res_qp_entry`, for a CQ.
-            let (dev, cq) = unsafe { (Self::dev((*ibcq).device), Cq::<T>::from_raw(ibcq)) };
-            // SAFETY: The message of this callback.
-            unsafe { ResEntry::fill(msg, |entry| T::fill_res_cq(dev, cq, entry)) }?;
-            Ok(0)
-        })
+        // SAFETY: As in `fill_res_qp_entry`, for a CQ.
+        unsafe { Self::fill_res(msg, (*ibcq).device, Cq::<T>::from_raw(ibcq), T::fill_res_cq) }
     }
 
     /// The C callback.
@@ -59,13 +74,15 @@ impl<T: Operations> Adapter<T> {
         msg: *mut bindings::sk_buff,
         ibsrq: *mut bindings::ib_srq,
     ) -> c_int {
-        from_result(|| {
-            // SAFETY: As in `fill_res_qp_entry`, for an SRQ.
-            let (dev, srq) = unsafe { (Self::dev((*ibsrq).device), Srq::<T>::from_raw(ibsrq)) };
-            // SAFETY: The message of this callback.
-            unsafe { ResEntry::fill(msg, |entry| T::fill_res_srq(dev, srq, entry)) }?;
-            Ok(0)
-        })
+        // SAFETY: As in `fill_res_qp_entry`, for an SRQ.
+        unsafe {
+            Self::fill_res(
+                msg,
+                (*ibsrq).device,
+                Srq::<T>::from_raw(ibsrq),
+                T::fill_res_srq,
+            )
+        }
     }
 
     /// The C callback.
@@ -77,13 +94,8 @@ impl<T: Operations> Adapter<T> {
         msg: *mut bindings::sk_buff,
         ibmr: *mut bindings::ib_mr,
     ) -> c_int {
-        from_result(|| {
-            // SAFETY: As in `fill_res_qp_entry`, for a region (which the driver's registration
-            // callbacks made, so it heads an `MrStorage<T>`).
-            let (dev, mr) = unsafe { (Self::dev((*ibmr).device), Mr::<T>::from_raw(ibmr)) };
-            // SAFETY: The message of this callback.
-            unsafe { ResEntry::fill(msg, |entry| T::fill_res_mr(dev, mr, entry)) }?;
-            Ok(0)
-        })
+        // SAFETY: As in `fill_res_qp_entry`, for a region (which the driver's registration
+        // callbacks made, so it heads an `MrStorage<T>`).
+        unsafe { Self::fill_res(msg, (*ibmr).device, Mr::<T>::from_raw(ibmr), T::fill_res_mr) }
     }
 }
