@@ -25,5 +25,3 @@ lab_check_exit "$name" "$status" "$log" "$limit"
 lab_note "$name: $summary"
 c_accepts=$(grep -E '^C-driver-accepts ' "$log" | cut -d: -f1 | cut -d' ' -f2 | tr '\n' ' ')
 [ -z "$c_accepts" ] || lab_note "$name: the C driver accepts: $c_accepts"
-c_short=$(grep -E '^C-driver-grants-less ' "$log" | cut -d: -f1 | cut -d' ' -f2 | tr '\n' ' ')
-[ -z "$c_short" ] || lab_note "$name: the C driver grants less than asked: $c_short"

@@ -29,13 +29,17 @@ use kernel::{
 
 mod post;
 
-/// The most inline data a user QP is granted per send: what one send WQE could carry beside its
-/// header (a WQE never straddles a page). The device gathers an inline send through its SGEs like
-/// any other send (QEMU's model drops the flag), so the provider's sends work at any size up to
-/// this; larger requests are refused rather than granted less than asked. Kernel QPs get none:
-/// kernel consumers put CPU addresses in inline SGEs, which the device would take for DMA
-/// addresses.
-const MAX_USER_INLINE_DATA: u32 = (PAGE_SIZE - size_of::<SqWqeHdr>()) as u32;
+/// The most inline data a user QP may ask for: what one send WQE could hold beside its header (a
+/// WQE never straddles a page); a larger request is malformed and refused.
+///
+/// What a QP is granted is none, as with the C driver: the device has no inline data. It gathers
+/// every send through its SGEs' lkeys (QEMU's model drops the INLINE flag) and rdma-core's
+/// provider copies no data into the WQE, so an inline send from an unregistered buffer, which the
+/// verbs allow, fails with a protection error (seen: `rdma_client`, which trusted a grant of 16
+/// bytes). rdma-core's tools ask for inline data and use only what they are granted (rdma_client,
+/// perftest, rsockets). Kernel QPs may ask for none: kernel consumers put CPU addresses in inline
+/// SGEs, which the device would take for DMA addresses.
+const MAX_USER_INLINE_REQUEST: u32 = (PAGE_SIZE - size_of::<SqWqeHdr>()) as u32;
 
 /// Where a QP's rings live.
 enum QpRings {
@@ -190,8 +194,8 @@ impl Qp {
         let mut cap = attr.cap();
         // Whoever sizes the rings (the provider or `kernel_sizes`), the device must take them.
         let caps = &dev.caps;
-        let max_inline_data = if udata.is_some() {
-            MAX_USER_INLINE_DATA
+        let max_inline_request = if udata.is_some() {
+            MAX_USER_INLINE_REQUEST
         } else {
             0
         };
@@ -199,10 +203,12 @@ impl Qp {
             || cap.max_recv_wr > caps.max_qp_wr
             || cap.max_send_sge > caps.max_sge
             || cap.max_recv_sge > caps.max_sge
-            || cap.max_inline_data > max_inline_data
+            || cap.max_inline_data > max_inline_request
         {
             return Err(EINVAL);
         }
+        // No inline data is granted (see `MAX_USER_INLINE_REQUEST`).
+        cap.max_inline_data = 0;
 
         let (rings, total_pages, send_pages) = match &udata {
             Some(udata) => {
@@ -358,7 +364,7 @@ impl Qp {
             qp.destroy(dev);
             return Err(EIO);
         }
-        // User QPs keep the sizes their provider chose (and the inline size they asked for).
+        // User QPs keep the sizes their provider chose, and no inline data.
         attr.set_cap(&cap);
         if let Some(udata) = udata {
             let reply = UserCreateQpResp {

@@ -115,7 +115,7 @@ fn post_all<W>(
 
 /// Builds the device's send WQE header for `wr`.
 fn send_wqe(qp: &Qp, wr: &rdma::SendWr<'_, IbDev>) -> Result<SqWqeHdr> {
-    // No kernel QP is granted inline data (`MAX_USER_INLINE_DATA`): its SGEs would hold CPU
+    // No QP is granted inline data (`MAX_USER_INLINE_REQUEST`): a kernel QP's SGEs would hold CPU
     // addresses the device takes for DMA addresses.
     if wr.send_flags() & rdma::send_flags::INLINE != 0 {
         return Err(EINVAL);
