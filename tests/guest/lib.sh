@@ -328,7 +328,9 @@ lab_ucmatose() {
 
 # lab_perftest TOOL PORT [OPTION...]: runs a perftest TOOL's server and a
 # client reaching it over TCP on 127.0.0.1 (perftest exchanges QP numbers,
-# GIDs, addresses and rkeys there), with `-d $LAB_DEV -x $LAB_GID_INDEX -F`;
+# GIDs, addresses and rkeys there; LAB_PERFTEST_SERVER overrides the address,
+# which with -R, rdma_cm, must be one the RDMA device serves), with
+# `-d $LAB_DEV -x $LAB_GID_INDEX -F`;
 # checks both exit 0, report no error, and that the client printed its table
 # (the "#bytes ..." header and a line of figures). Sets LAB_PERFTEST_HEADER
 # and LAB_PERFTEST_RESULT (that line, spaces squeezed).
@@ -339,11 +341,16 @@ lab_perftest() {
 	limit=${LAB_PERFTEST_TIMEOUT:-240}
 	srv=$LAB_RESULTS/$tool-server.log
 	cli=$LAB_RESULTS/$tool-client.log
+	# With -R the server listens with rdma_cm, not on a TCP socket.
+	listen=tcp
+	for arg in "$@"; do
+		[ "$arg" != -R ] || listen=cm
+	done
 	set -- -d "$LAB_DEV" -x "$LAB_GID_INDEX" -p "$port" -F "$@"
 
 	lab_server_start "$limit" "$srv" "$tool" "$@"
-	lab_wait_listen tcp "$port" 60 "$tool" "$srv"
-	lab_client_run "$limit" "$cli" "$tool" "$@" 127.0.0.1
+	lab_wait_listen "$listen" "$port" 60 "$tool" "$srv"
+	lab_client_run "$limit" "$cli" "$tool" "$@" "${LAB_PERFTEST_SERVER:-127.0.0.1}"
 	lab_check_pair "$tool" "$limit" "$srv" "$cli"
 	for side in "$srv" "$cli"; do
 		lab_reject "$side" "Couldn't|Unable|[Ff]ailed|error|Error" "$tool"
