@@ -1,5 +1,5 @@
 #!/bin/sh
-# lab-about: ibv_devinfo -v shows the pvrdma device, port 1 PORT_ACTIVE, link layer Ethernet, the GID of 192.0.2.1, a non-zero node GUID and system image GUID (the C driver's 0 is noted); rdma link shows the link
+# lab-about: ibv_devinfo -v shows the pvrdma device, port 1 PORT_ACTIVE, link layer Ethernet, the GID of 192.0.2.1, a non-zero node GUID and system image GUID (the C driver's 0 is noted); rdma link shows the link, rdma dev the device (node type ca, the same node GUID)
 # lab-timeout: 120
 . "$LAB_DIR/lib.sh"
 
@@ -50,6 +50,14 @@ if command -v rdma >/dev/null; then
 	lab_expect "$link" " physical_state LINK_UP( |\$)" "rdma link physical state"
 	lab_expect "$link" " netdev $LAB_NETDEV( |\$)" "rdma link netdev"
 	lab_note "rdma link: $(cat "$link")"
+	# rdma dev: the device as the RDMA core's netlink shows it, with the GUIDs
+	# ibv_devinfo read above.
+	dev=$LAB_RESULTS/rdma-dev.txt
+	timeout 30 rdma dev show "$LAB_DEV" >"$dev" 2>&1
+	lab_check_exit "rdma dev show $LAB_DEV" $? "$dev" 30
+	lab_expect "$dev" "^[0-9]+: $LAB_DEV: node_type ca " "rdma dev node type"
+	lab_expect "$dev" " node_guid $node_guid( |\$)" "rdma dev node GUID (ibv_devinfo: $node_guid)"
+	lab_note "rdma dev: $(cat "$dev")"
 else
-	lab_note "no rdma tool (iproute2): rdma link not checked"
+	lab_note "no rdma tool (iproute2): rdma link and rdma dev not checked"
 fi

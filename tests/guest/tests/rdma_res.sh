@@ -1,5 +1,5 @@
 #!/bin/sh
-# lab-about: `rdma res` (iproute2's resource tracking) while an ibv_rc_pingpong server (PD, CQ, QP, MR) and then an ibv_srq_pingpong server (SRQ) wait for a client: each object is listed with the server's name, both drivers; with -dd the Rust driver adds its own details to every QP, CQ, SRQ and MR (the device's handle, where the rings are, page counts), also for the kernel's own QP1 and CQ, the C driver none (checked absent, noted); once a server is gone, its objects are too
+# lab-about: `rdma res` (iproute2's resource tracking) while an ibv_rc_pingpong server (PD, CQ, QP, MR), an ibv_srq_pingpong server (SRQ) and then a ucmatose server (a listening cm_id on 192.0.2.1) wait for a client: each object is listed with the server's process, both drivers; with -dd the Rust driver adds its own details to every QP, CQ, SRQ and MR (the device's handle, where the rings are, page counts), also for the kernel's own QP1 and CQ, the C driver none (checked absent, noted); once a server is gone, its objects are too
 # lab-timeout: 300
 . "$LAB_DIR/lib.sh"
 
@@ -94,4 +94,22 @@ elif grep -q "drv_" "$f"; then
 fi
 lab_server_stop
 
-lab_summary "$name: PD, CQ, QP, MR and SRQ of the servers listed, gone after them; driver details: $details"
+# Phase 3: an rdma_cm listener (ucmatose's server, bound to the lab's address) holds a cm_id.
+cm_log=$LAB_RESULTS/$name-cm-server.log
+lab_server_start 120 "$cm_log" ucmatose -b "$LAB_IP" -p 18712
+lab_wait_listen cm 18712 60 "ucmatose server" "$cm_log"
+cm_pid=$(pid_of ucmatose)
+[ -n "$cm_pid" ] || lab_fail "$name: ucmatose listens, but no process has that name"
+f=$(res cm_id cm)
+own=$LAB_RESULTS/$name-cm_id-own.txt
+lines "$f" "$cm_pid" >"$own"
+[ -s "$own" ] || lab_fail "$name: rdma res show cm_id lists nothing of ucmatose (pid $cm_pid): $(lab_tail "$f")"
+has "$own" "state LISTEN" "ucmatose's cm_id"
+has "$own" "src-addr $LAB_IP:18712" "ucmatose's cm_id"
+lab_server_stop
+gone=$(res cm_id cm-gone)
+if grep -qE " pid $cm_pid " "$gone"; then
+	lab_fail "$name: ucmatose's cm_id is still listed after it exited: $(lab_tail "$gone")"
+fi
+
+lab_summary "$name: PD, CQ, QP, MR and SRQ of the servers and ucmatose's listening cm_id listed, gone after them; driver details: $details"
