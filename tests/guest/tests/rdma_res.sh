@@ -5,12 +5,12 @@
 
 name=rdma_res
 
-# res KIND TAG: `rdma res show KIND -dd` of the lab's device into a file, whose path it prints.
+# res KIND TAG: `rdma res show KIND -dd` of the lab's device into the file $f. (Not a command
+# substitution: lab_fail would end only its subshell.)
 res() {
-	out=$LAB_RESULTS/$name-$1-$2.txt
-	timeout 30 rdma -dd resource show "$1" >"$out" 2>&1 ||
-		lab_fail "$name: rdma -dd resource show $1 failed: $(lab_tail "$out")"
-	echo "$out"
+	f=$LAB_RESULTS/$name-$1-$2.txt
+	timeout 30 rdma -dd resource show "$1" >"$f" 2>&1 ||
+		lab_fail "$name: rdma -dd resource show $1 failed: $(lab_tail "$f")"
 }
 
 # pid_of NAME: the process ID of the running program NAME (the servers run under timeout(1),
@@ -33,17 +33,33 @@ has() {
 	grep -qE "(^| )$2( |$)" "$1" || lab_fail "$name: $3: no '$2' in: $(lab_tail "$1")"
 }
 
+# server LISTEN PORT LOG CMD...: starts the server CMD (a program that holds its objects until a
+# client comes), waits until it listens on PORT (LISTEN: tcp or cm), and sets server_pid.
+server() {
+	listen=$1
+	port=$2
+	log=$3
+	shift 3
+	lab_server_start 120 "$log" "$@"
+	lab_wait_listen "$listen" "$port" 60 "$1 server" "$log"
+	server_pid=$(pid_of "$1")
+	[ -n "$server_pid" ] || lab_fail "$name: $1 listens, but no process has that name"
+}
+
+# own KIND TAG PID WHAT: lists KIND (res) and keeps the entries of process PID (WHAT) in the
+# file $own; fails if there are none.
+own() {
+	res "$1" "$2"
+	own=$LAB_RESULTS/$name-$1-$2-own.txt
+	lines "$f" "$3" >"$own"
+	[ -s "$own" ] || lab_fail "$name: rdma res show $1 lists nothing of $4 (pid $3): $(lab_tail "$f")"
+}
+
 # Phase 1: an RC pingpong server holds a PD, a CQ, a QP and an MR until a client comes.
-rc_log=$LAB_RESULTS/$name-rc-server.log
-lab_server_start 120 "$rc_log" ibv_rc_pingpong -d "$LAB_DEV" -g "$LAB_GID_INDEX" -p 18710
-lab_wait_listen tcp 18710 60 "ibv_rc_pingpong server" "$rc_log"
-rc_pid=$(pid_of ibv_rc_pingpong)
-[ -n "$rc_pid" ] || lab_fail "$name: ibv_rc_pingpong listens, but no process has that name"
+server tcp 18710 "$LAB_RESULTS/$name-rc-server.log" ibv_rc_pingpong -d "$LAB_DEV" -g "$LAB_GID_INDEX" -p 18710
+rc_pid=$server_pid
 for kind in pd cq qp mr; do
-	f=$(res "$kind" rc)
-	own=$LAB_RESULTS/$name-$kind-rc-own.txt
-	lines "$f" "$rc_pid" >"$own"
-	[ -s "$own" ] || lab_fail "$name: rdma res show $kind lists nothing of ibv_rc_pingpong (pid $rc_pid): $(lab_tail "$f")"
+	own "$kind" rc "$rc_pid" ibv_rc_pingpong
 	if [ "$LAB_DRIVER" = rust ]; then
 		[ "$kind" = pd ] && continue
 		has "$own" "drv_dev_handle [0-9]+" "$kind of ibv_rc_pingpong"
@@ -71,21 +87,14 @@ else
 	details="none from the C driver (it has no fill_res_*_entry)"
 fi
 lab_server_stop
-gone=$(res qp rc-gone)
-if grep -qE " pid $rc_pid " "$gone"; then
-	lab_fail "$name: the server's QP is still listed after it exited: $(lab_tail "$gone")"
+res qp rc-gone
+if grep -qE " pid $rc_pid " "$f"; then
+	lab_fail "$name: the server's QP is still listed after it exited: $(lab_tail "$f")"
 fi
 
 # Phase 2: an SRQ pingpong server holds an SRQ.
-srq_log=$LAB_RESULTS/$name-srq-server.log
-lab_server_start 120 "$srq_log" ibv_srq_pingpong -d "$LAB_DEV" -g "$LAB_GID_INDEX" -p 18711 -q 4
-lab_wait_listen tcp 18711 60 "ibv_srq_pingpong server" "$srq_log"
-srq_pid=$(pid_of ibv_srq_pingpong)
-[ -n "$srq_pid" ] || lab_fail "$name: ibv_srq_pingpong listens, but no process has that name"
-f=$(res srq srq)
-own=$LAB_RESULTS/$name-srq-own.txt
-lines "$f" "$srq_pid" >"$own"
-[ -s "$own" ] || lab_fail "$name: rdma res show srq lists nothing of ibv_srq_pingpong: $(lab_tail "$f")"
+server tcp 18711 "$LAB_RESULTS/$name-srq-server.log" ibv_srq_pingpong -d "$LAB_DEV" -g "$LAB_GID_INDEX" -p 18711 -q 4
+own srq srq "$server_pid" ibv_srq_pingpong
 if [ "$LAB_DRIVER" = rust ]; then
 	has "$own" "drv_dev_handle [0-9]+" "the SRQ of ibv_srq_pingpong"
 	has "$own" "drv_ring_pages [0-9]+" "the SRQ of ibv_srq_pingpong"
@@ -95,21 +104,15 @@ fi
 lab_server_stop
 
 # Phase 3: an rdma_cm listener (ucmatose's server, bound to the lab's address) holds a cm_id.
-cm_log=$LAB_RESULTS/$name-cm-server.log
-lab_server_start 120 "$cm_log" ucmatose -b "$LAB_IP" -p 18712
-lab_wait_listen cm 18712 60 "ucmatose server" "$cm_log"
-cm_pid=$(pid_of ucmatose)
-[ -n "$cm_pid" ] || lab_fail "$name: ucmatose listens, but no process has that name"
-f=$(res cm_id cm)
-own=$LAB_RESULTS/$name-cm_id-own.txt
-lines "$f" "$cm_pid" >"$own"
-[ -s "$own" ] || lab_fail "$name: rdma res show cm_id lists nothing of ucmatose (pid $cm_pid): $(lab_tail "$f")"
+server cm 18712 "$LAB_RESULTS/$name-cm-server.log" ucmatose -b "$LAB_IP" -p 18712
+cm_pid=$server_pid
+own cm_id cm "$cm_pid" ucmatose
 has "$own" "state LISTEN" "ucmatose's cm_id"
 has "$own" "src-addr $LAB_IP:18712" "ucmatose's cm_id"
 lab_server_stop
-gone=$(res cm_id cm-gone)
-if grep -qE " pid $cm_pid " "$gone"; then
-	lab_fail "$name: ucmatose's cm_id is still listed after it exited: $(lab_tail "$gone")"
+res cm_id cm-gone
+if grep -qE " pid $cm_pid " "$f"; then
+	lab_fail "$name: ucmatose's cm_id is still listed after it exited: $(lab_tail "$f")"
 fi
 
 lab_summary "$name: PD, CQ, QP, MR and SRQ of the servers and ucmatose's listening cm_id listed, gone after them; driver details: $details"

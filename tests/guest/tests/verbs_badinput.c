@@ -508,10 +508,11 @@ static int raw_destroy_qp(uint32_t handle)
 
 /*
  * Set when a QP was created with less than its command asked for, which the
- * verbs forbid: a failure when the case's input was valid (an accepted
- * MUST_FAIL case is reported for its acceptance).
+ * verbs forbid, or with inline data, which the device cannot honour: a
+ * failure when the case's input was valid (an accepted MUST_FAIL case is
+ * reported for its acceptance).
  */
-static char granted_short[200];
+static char granted_wrong[200];
 
 static int qp_create_then_destroy(struct qp_cmd *c, size_t in_len, size_t out_len, char *note,
                                   size_t note_len)
@@ -531,7 +532,7 @@ static int qp_create_then_destroy(struct qp_cmd *c, size_t in_len, size_t out_le
         if (resp->max_send_wr < c->core.max_send_wr || resp->max_recv_wr < c->core.max_recv_wr ||
             resp->max_send_sge < c->core.max_send_sge ||
             resp->max_recv_sge < c->core.max_recv_sge) {
-            snprintf(granted_short, sizeof(granted_short),
+            snprintf(granted_wrong, sizeof(granted_wrong),
                      "granted less than asked (asked %u/%u WRs, %u/%u SGEs)",
                      c->core.max_send_wr, c->core.max_recv_wr, c->core.max_send_sge,
                      c->core.max_recv_sge);
@@ -546,7 +547,7 @@ static int qp_create_then_destroy(struct qp_cmd *c, size_t in_len, size_t out_le
          * the truth, granting any is a lie.
          */
         if (resp->max_inline_data != 0) {
-            snprintf(granted_short, sizeof(granted_short),
+            snprintf(granted_wrong, sizeof(granted_wrong),
                      "granted %u bytes of inline data (asked %u), which the device cannot honour",
                      resp->max_inline_data, c->core.max_inline_data);
         }
@@ -1641,10 +1642,10 @@ static void run_case(const struct bad_case *c)
     printf("# %s: %s\n", c->name, c->what);
     fflush(stdout);
     case_failed = 0;
-    granted_short[0] = 0;
+    granted_wrong[0] = 0;
     r = c->run(note, sizeof(note));
-    if (r == 0 && c->expect == MAY_ACCEPT && granted_short[0]) {
-        case_fail("%s", granted_short);
+    if (r == 0 && c->expect == MAY_ACCEPT && granted_wrong[0]) {
+        case_fail("%s", granted_wrong);
     }
     if (case_failed) {
         n_fail++;
