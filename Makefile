@@ -15,6 +15,7 @@
 #   MODELS   patched (QEMU 7.2 + tools/qemu/patches) and/or stock (Debian's QEMU 7.2)
 #   DRIVERS  c (vmw_pvrdma) and/or rust (pvrdma)
 #   TESTS    names from `tools/target/release/pvrdma-lab list`; empty: all
+#   KERNEL_DEBUG=1  on the debug kernel (KASAN, KFENCE, UBSAN, ...) instead of the lab's
 # The test kernel is trixie-backports' Linux 7.3 with rust/ overlaid (the
 # abstractions the driver in drivers/ is built on). Everything slow (test
 # kernel, patched QEMU) is cached outside the checkout in $(PVRDMA_CACHE).
@@ -38,7 +39,35 @@ endif
 MODELS ?= patched,stock
 DRIVERS ?= c,rust
 MODULE_DIR := $(TOP)
+# KERNEL_DEBUG=1: the debug kernel (tools/lab/kernel/debug.config: KASAN, KFENCE, UBSAN,
+# slub_debug, DMA-API and object debugging, lockup detectors), a tree of its own in the
+# cache (kernel/current-debug). The Rust driver is built for it from a copy of its sources
+# in the cache, so that the lab kernel's build of it in the checkout stays (Kbuild's MO=
+# refuses a module source tree that holds a build).
+KERNEL_DEBUG ?= 0
+ifeq ($(KERNEL_DEBUG),1)
+export PVRDMA_KERNEL_DEBUG := 1
+KDIR_FILE := $(PVRDMA_CACHE)/kernel/current-debug
+MODULE_DIR := $(PVRDMA_CACHE)/module-debug
+RUST_MODULE := $(MODULE_DIR)/drivers/infiniband/hw/pvrdma/pvrdma.ko
+# (Sources only, with their times, so that make rebuilds what changed.)
+MODULE_COPY := mkdir -p $(MODULE_DIR) && (cd $(TOP) && find Kbuild drivers include -type f \
+	\( -name '*.rs' -o -name '*.c' -o -name '*.h' -o -name Kbuild -o -name Makefile \) | \
+	tar -cf - -T -) | tar -C $(MODULE_DIR) -xf - &&
+else ifeq ($(KERNEL_DEBUG),0)
+KDIR_FILE := $(PVRDMA_CACHE)/kernel/current
 RUST_MODULE := $(TOP)/drivers/infiniband/hw/pvrdma/pvrdma.ko
+MODULE_COPY :=
+else
+$(error KERNEL_DEBUG=$(KERNEL_DEBUG): 0 (the lab kernel) or 1 (the debug kernel))
+endif
+# Every test's time limit is multiplied by TIME_FACTOR (the debug kernel runs the tests
+# about four times slower under TCG; limits of most tests have room for that: Documentation/reliability.md).
+TIME_FACTOR ?= $(if $(filter 1,$(KERNEL_DEBUG)),3,1)
+# LAB_ENV="LAB_FUZZ_ROUNDS=200 LAB_FUZZ_SEED=7": variables the guest's tests read, for an
+# on-demand run with a larger budget (each test's header says which it reads).
+LAB_ENV ?=
+RUN_SETTINGS = --guest-env "$(LAB_ENV)" --time-factor $(TIME_FACTOR)
 TESTS ?=
 LAB_TESTS ?= ibv_rc_pingpong,rping
 LAB_MODELS ?= $(MODELS)
@@ -46,7 +75,6 @@ RESULTS ?= $(TOP)/results
 
 CARGO ?= cargo
 LAB := $(TOP)/tools/target/release/pvrdma-lab
-KDIR_FILE := $(PVRDMA_CACHE)/kernel/current
 
 # Each model's QEMU is prepared only when a run uses it (an empty MODELS means
 # every model): the patched one built, the stock one unpacked.
@@ -94,9 +122,9 @@ module: kernel
 		echo "== driver module"; \
 		stamp="$$(readlink -f $(KDIR_FILE)) $$(stat -c %Y $(KDIR_FILE)/vmlinux)"; \
 		if [ "$$(cat $(MODULE_STAMP) 2>/dev/null)" != "$$stamp" ]; then \
-			$(MAKE) -s -C $(KDIR_FILE)/ M=$(MODULE_DIR) $$($(TOP)/tools/lab/kernel-env) clean; \
+			$(MODULE_COPY) $(MAKE) -s -C $(KDIR_FILE)/ M=$(MODULE_DIR) $$($(TOP)/tools/lab/kernel-env) clean; \
 		fi; \
-		$(MAKE) -C $(KDIR_FILE)/ M=$(MODULE_DIR) $$($(TOP)/tools/lab/kernel-env) modules && \
+		$(MODULE_COPY) $(MAKE) -C $(KDIR_FILE)/ M=$(MODULE_DIR) $$($(TOP)/tools/lab/kernel-env) modules && \
 		echo "$$stamp" > $(MODULE_STAMP); \
 	fi
 
@@ -127,11 +155,11 @@ unit: tools
 # The main job: boot, insmod, rping and ibv_rc_pingpong on each device model,
 # a summary. (rping is not applicable to the stock model: it shows as SKIP.)
 lab: kernel tools module $(QEMU_FOR_LAB)
-	@$(LAB) run --keep-going --kernel $(KDIR_FILE)/ --models "$(LAB_MODELS)" --drivers "$(DRIVERS)" --tests "$(LAB_TESTS)" --results $(RESULTS) --rust-module $(RUST_MODULE) --qemu-stock $(STOCK_QEMU)
+	@$(LAB) run --keep-going --kernel $(KDIR_FILE)/ --models "$(LAB_MODELS)" --drivers "$(DRIVERS)" --tests "$(LAB_TESTS)" --results $(RESULTS) --rust-module $(RUST_MODULE) --qemu-stock $(STOCK_QEMU) $(RUN_SETTINGS)
 
 # All tests: host unit tests, then every lab test on every device model and driver.
 check: kernel tools module $(QEMU_FOR_CHECK)
-	@$(TOP)/tools/lab/check --kernel $(KDIR_FILE)/ --models "$(MODELS)" --drivers "$(DRIVERS)" --tests "$(TESTS)" --results $(RESULTS) --rust-module $(RUST_MODULE) --qemu-stock $(STOCK_QEMU)
+	@$(TOP)/tools/lab/check --kernel $(KDIR_FILE)/ --models "$(MODELS)" --drivers "$(DRIVERS)" --tests "$(TESTS)" --results $(RESULTS) --rust-module $(RUST_MODULE) --qemu-stock $(STOCK_QEMU) $(RUN_SETTINGS)
 
 # The Rust driver against the C driver, same run, same device model: perftest
 # and the control path of verbs_resources over BENCH_REPS repetitions after a

@@ -109,6 +109,11 @@ pub struct RunOptions {
     pub verbs_lib: Option<PathBuf>,
     /// `--rust-module`.
     pub rust_module: Option<PathBuf>,
+    /// `--guest-env NAME=VALUE,...`: variables the guest's init exports to every test (a
+    /// test's budget for an on-demand run, such as `LAB_FUZZ_ROUNDS=200`).
+    pub guest_env: Vec<String>,
+    /// `--time-factor N`: every test's time limit multiplied by N (a slower kernel).
+    pub time_factor: Option<u64>,
 }
 
 /// Options of `pvrdma-lab bench-report`.
@@ -205,6 +210,25 @@ fn parse_run(args: &[String]) -> Result<RunOptions, String> {
             "--qemu-patched" => options.qemu_patched = path()?,
             "--mux" => options.mux = path()?,
             "--verbs-lib" => options.verbs_lib = path()?,
+            "--guest-env" => {
+                for assignment in list(&value) {
+                    if !valid_guest_env(&assignment) {
+                        return Err(format!(
+                            "--guest-env: '{assignment}' is not NAME=VALUE with NAME LAB_[A-Z0-9_]+ \
+                             and VALUE of letters, digits and ._:/-"
+                        ));
+                    }
+                    options.guest_env.push(assignment);
+                }
+            }
+            "--time-factor" => match value.parse::<u64>() {
+                Ok(n @ 1..=20) => options.time_factor = Some(n),
+                _ => {
+                    return Err(format!(
+                        "--time-factor: '{value}' is not a number from 1 to 20"
+                    ))
+                }
+            },
             _ => options.rust_module = path()?,
         }
     }
@@ -254,7 +278,28 @@ const KNOWN_VALUE_OPTIONS: &[&str] = &[
     "--mux",
     "--verbs-lib",
     "--rust-module",
+    "--guest-env",
+    "--time-factor",
 ];
+
+/// Whether `assignment` can go to the guest as `lab.env.NAME=VALUE` on its kernel command
+/// line: NAME a lab variable (`LAB_...`), VALUE without spaces, quotes or anything a shell or
+/// the command line would read.
+pub fn valid_guest_env(assignment: &str) -> bool {
+    let Some((name, value)) = assignment.split_once('=') else {
+        return false;
+    };
+    name.len() > 4
+        && name.len() <= 40
+        && name.starts_with("LAB_")
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+        && value.len() <= 64
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._:/-".contains(&b))
+}
 
 /// A comma- or space-separated list, empty items dropped.
 fn list(value: &str) -> Vec<String> {
@@ -336,6 +381,32 @@ mod tests {
         assert!(parse(&args("bench-report --results")).is_err());
         assert!(parse(&args("bench-report --results /r --model qemu")).is_err());
         assert!(parse(&args("bench-report --results /r --reps 3")).is_err());
+    }
+
+    #[test]
+    fn guest_env_and_time_factor() {
+        let Ok(Command::Run(o)) = parse(&args(
+            "run --guest-env LAB_FUZZ_ROUNDS=200,LAB_FUZZ_SEED=7 --guest-env= --time-factor 3",
+        )) else {
+            panic!("not parsed");
+        };
+        assert_eq!(o.guest_env, vec!["LAB_FUZZ_ROUNDS=200", "LAB_FUZZ_SEED=7"]);
+        assert_eq!(o.time_factor, Some(3));
+        for bad in [
+            "PATH=/bin",
+            "LAB_=1",
+            "LAB_X",
+            "LAB_x=1",
+            "LAB_X=a\"b",
+            "LAB_X=$(reboot)",
+            "LAB_X=a;b",
+        ] {
+            assert!(!valid_guest_env(bad), "{bad}");
+        }
+        assert!(valid_guest_env("LAB_X="));
+        assert!(parse(&args("run --guest-env init=/bin/sh")).is_err());
+        assert!(parse(&args("run --time-factor 0")).is_err());
+        assert!(parse(&args("run --time-factor many")).is_err());
     }
 
     #[test]

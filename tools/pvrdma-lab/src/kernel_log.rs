@@ -1,6 +1,8 @@
 //! Finding kernel trouble in a guest's dmesg and console log: oops, BUG, WARN,
 //! KASAN/UBSAN reports, lockdep reports, hung tasks and RCU stalls, kmemleak
-//! reports, panics, and any "Call Trace". Any one of them fails a test.
+//! reports, panics, and any "Call Trace"; on the debug kernel also KFENCE and slub_debug
+//! reports, and the debugging facilities (kmemleak, object debugging, DMA-API debugging)
+//! switching themselves off. Any one of them fails a test.
 
 /// Kernel messages that start a report, matched at the start of a message
 /// (after the `[   12.345678] ` timestamp).
@@ -17,6 +19,9 @@ const REPORT_STARTS: &[(&str, &str)] = &[
     ("general protection fault", "general protection fault"),
     ("Kernel panic", "kernel panic"),
     ("unreferenced object", "kmemleak report"),
+    // slub_debug: "BUG kmalloc-64 (Tainted: G B): Redzone overwritten" (KFENCE's reports
+    // start "BUG: KFENCE:").
+    ("BUG ", "slab corruption (slub_debug)"),
 ];
 
 /// Kernel messages that report trouble wherever they appear in a message
@@ -31,6 +36,12 @@ const REPORT_ANYWHERE: &[(&str, &str)] = &[
     ("suspicious RCU usage", "lockdep report"),
     ("suspected memory leak", "kmemleak report"),
     ("Kernel memory leak detector disabled", "kmemleak disabled"),
+    ("ODEBUG disabled", "object debugging disabled"),
+    ("dma-debug disabled", "DMA-API debugging disabled"),
+    (
+        "DMA-API: debugging out of memory",
+        "DMA-API debugging disabled",
+    ),
     ("list_add corruption", "list corruption"),
     ("list_del corruption", "list corruption"),
 ];
@@ -61,6 +72,16 @@ pub(crate) fn kernel_message(line: &str) -> Option<&str> {
     is_time.then(|| message.strip_prefix(' ').unwrap_or(message))
 }
 
+/// Whether `text` occurs in `message` at the start of a word (not "ODEBUG: " for "BUG: ").
+fn contains_word(message: &str, text: &str) -> bool {
+    message.match_indices(text).any(|(at, _)| {
+        !message[..at]
+            .chars()
+            .next_back()
+            .is_some_and(char::is_alphanumeric)
+    })
+}
+
 /// Every message of `log` that reports trouble, in order, each at most once.
 pub fn scan(log: &str) -> Vec<Problem> {
     let mut problems: Vec<Problem> = Vec::new();
@@ -75,7 +96,7 @@ pub fn scan(log: &str) -> Vec<Problem> {
             .or_else(|| {
                 REPORT_ANYWHERE
                     .iter()
-                    .find(|(text, _)| message.contains(text))
+                    .find(|(text, _)| contains_word(message, text))
             })
             .map(|(_, kind)| *kind);
         if let Some(kind) = kind {
@@ -130,6 +151,41 @@ lab-test: WARNING: CPU: 0 not a kernel message
                 "kmemleak report"
             ]
         );
+    }
+
+    #[test]
+    fn finds_debug_kernel_reports() {
+        let log = "\
+[    1.000000] =============================================================================
+[    1.000001] BUG kmalloc-64 (Tainted: G    B      O): Redzone overwritten
+[    2.000000] BUG: KFENCE: use-after-free read in pvrdma_poll_cq+0x10/0x20
+[    3.000000] ODEBUG: Out of memory. ODEBUG disabled
+[    4.000000] DMA-API: debugging out of memory - disabling
+";
+        let kinds: Vec<&str> = scan(log).iter().map(|p| p.kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                "slab corruption (slub_debug)",
+                "BUG",
+                "object debugging disabled",
+                "DMA-API debugging disabled"
+            ]
+        );
+    }
+
+    #[test]
+    fn clean_debug_boot_is_clean() {
+        let log = "\
+[    0.000000] DMA-API: preallocated 65536 debug entries
+[    0.000001] DMA-API: debugging enabled by kernel config
+[    0.100000] kfence: initialized - using 2097152 bytes for 255 objects at 0x(____ptrval____)
+[    0.200000] ODEBUG: selftest passed
+[    0.200001] ODEBUG: 0 of 0 active objects replaced
+[    0.300000] kasan: KernelAddressSanitizer initialized (generic)
+[    5.000000] kobject: 'pvrdma' (000000001234abcd): kobject_release, parent 0000000000000000 (delayed 750)
+";
+        assert_eq!(scan(log), []);
     }
 
     #[test]

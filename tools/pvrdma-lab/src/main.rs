@@ -92,22 +92,30 @@ fn bench_report(options: &cli::BenchReportOptions) -> ExitCode {
 /// The tests the options select, in the order given.
 fn select_tests(options: &RunOptions) -> Result<Vec<GuestTest>, String> {
     let all = catalog::discover(&layout::tests_dir())?;
-    if options.tests.is_empty() {
-        return Ok(all);
+    let mut tests = if options.tests.is_empty() {
+        all
+    } else {
+        options
+            .tests
+            .iter()
+            .map(|name| {
+                all.iter()
+                    .find(|t| &t.name == name)
+                    .cloned()
+                    .ok_or_else(|| {
+                        let names: Vec<&str> = all.iter().map(|t| t.name.as_str()).collect();
+                        format!("unknown test '{name}' (known: {})", names.join(", "))
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()?
+    };
+    // The run's own settings: the guest's init exports `lab.env.NAME=VALUE` as NAME.
+    for test in &mut tests {
+        test.kernel_args
+            .extend(options.guest_env.iter().map(|a| format!("lab.env.{a}")));
+        test.timeout_secs *= options.time_factor.unwrap_or(1);
     }
-    options
-        .tests
-        .iter()
-        .map(|name| {
-            all.iter()
-                .find(|t| &t.name == name)
-                .cloned()
-                .ok_or_else(|| {
-                    let names: Vec<&str> = all.iter().map(|t| t.name.as_str()).collect();
-                    format!("unknown test '{name}' (known: {})", names.join(", "))
-                })
-        })
-        .collect()
+    Ok(tests)
 }
 
 /// What must exist before any test can run; the first thing missing.

@@ -36,55 +36,72 @@ pub struct ReportForm {
 }
 
 /// The known bugs.
-pub const REFERENCE_BUGS: &[ReferenceBug] = &[ReferenceBug {
-    cause: "vmw_pvrdma's pvrdma_cmd_post() re-initialises its command completion for every \
+pub const REFERENCE_BUGS: &[ReferenceBug] = &[
+    ReferenceBug {
+        cause: "vmw_pvrdma's pvrdma_cmd_post() re-initialises its command completion for every \
             command but does not wait for the completion interrupt of commands without a \
             response (destroys), so the interrupt of one can complete() while the next one's \
             init_completion() runs: lockdep's look_up_lock_class WARN or a debug spinlock BUG \
             from pvrdma_intr0_handler (seen in 2 of 22 runs of verbs_resources on 6.12's stock \
             model, and on 7.3 in verbs_resources and ucmatose; the Rust driver waits for every \
             answer)",
-    forms: &[
-        // init_completion() -> init_swait_queue_head(&x->wait) -> __init_swait_queue_head():
-        // raw_spin_lock_init(&q->lock) (name "&q->lock", swait's key), then
-        // lockdep_set_class_and_name() (name "&x->wait", the completion's key), each storing the
-        // name and the key separately. complete() in the interrupt handler looks its lock's
-        // class up while the name and the key are of different steps, and finds the class of the
-        // key registered under the other name: either name with either key. Seen: "&q->lock"
-        // with the completion's key (6.12), "&q->lock" with swait's key (7.3); the CI run on
-        // record failed on a look_up_lock_class WARN that matched neither of the forms known
-        // then (one of the others, most likely). The WARNING line differs between kernels
-        // (6.12: "WARNING: CPU: 1 PID: 0 at kernel/locking/lockdep.c:939 look_up_lock_class+",
-        // 7.3: "WARNING: kernel/locking/lockdep.c:958 at look_up_lock_class+").
-        ReportForm {
-            header: &[
-                &[
-                    "Looking for class \"&q->lock\" with key init_completion.__key \
+        forms: &[
+            // init_completion() -> init_swait_queue_head(&x->wait) -> __init_swait_queue_head():
+            // raw_spin_lock_init(&q->lock) (name "&q->lock", swait's key), then
+            // lockdep_set_class_and_name() (name "&x->wait", the completion's key), each storing the
+            // name and the key separately. complete() in the interrupt handler looks its lock's
+            // class up while the name and the key are of different steps, and finds the class of the
+            // key registered under the other name: either name with either key. Seen: "&q->lock"
+            // with the completion's key (6.12), "&q->lock" with swait's key (7.3); the CI run on
+            // record failed on a look_up_lock_class WARN that matched neither of the forms known
+            // then (one of the others, most likely). The WARNING line differs between kernels
+            // (6.12: "WARNING: CPU: 1 PID: 0 at kernel/locking/lockdep.c:939 look_up_lock_class+",
+            // 7.3: "WARNING: kernel/locking/lockdep.c:958 at look_up_lock_class+").
+            ReportForm {
+                header: &[
+                    &[
+                        "Looking for class \"&q->lock\" with key init_completion.__key \
                      [vmw_pvrdma], but found a different class \"&x->wait\" with the same key",
-                    "Looking for class \"&x->wait\" with key init_completion.__key \
+                        "Looking for class \"&x->wait\" with key init_completion.__key \
                      [vmw_pvrdma], but found a different class \"&q->lock\" with the same key",
-                    "Looking for class \"&q->lock\" with key __init_swait_queue_head.__key, \
+                        "Looking for class \"&q->lock\" with key __init_swait_queue_head.__key, \
                      but found a different class \"&x->wait\" with the same key",
-                    "Looking for class \"&x->wait\" with key __init_swait_queue_head.__key, \
+                        "Looking for class \"&x->wait\" with key __init_swait_queue_head.__key, \
                      but found a different class \"&q->lock\" with the same key",
+                    ],
+                    &["kernel/locking/lockdep.c:"],
+                    &[" look_up_lock_class+"],
                 ],
-                &["kernel/locking/lockdep.c:"],
-                &[" look_up_lock_class+"],
-            ],
-            frames: &["complete+", "pvrdma_intr0_handler+ [vmw_pvrdma]"],
-        },
-        // complete() took the lock, init_completion() reset it to unlocked under it, and
-        // complete()'s unlock finds it unlocked (tail call: complete's frame is gone). Seen twice
-        // in 22 runs of verbs_resources on the stock model.
-        ReportForm {
-            header: &[&["BUG: spinlock already unlocked on CPU#"]],
+                frames: &["complete+", "pvrdma_intr0_handler+ [vmw_pvrdma]"],
+            },
+            // complete() took the lock, init_completion() reset it to unlocked under it, and
+            // complete()'s unlock finds it unlocked (tail call: complete's frame is gone). Seen twice
+            // in 22 runs of verbs_resources on the stock model.
+            ReportForm {
+                header: &[&["BUG: spinlock already unlocked on CPU#"]],
+                frames: &[
+                    "_raw_spin_unlock_irqrestore+",
+                    "pvrdma_intr0_handler+ [vmw_pvrdma]",
+                ],
+            },
+        ],
+    },
+    ReferenceBug {
+        cause: "vmw_pvrdma's pvrdma_create_cq() keeps the CQ size a user asks for in an int and \
+            rounds it up to a power of two before checking it: a size of 2^31 or more is \
+            negative, roundup_pow_of_two() of it shifts by 64 (undefined behaviour, UBSAN's \
+            shift-out-of-bounds on the debug kernel), and only then is it refused \
+            (uverbs_fuzz; verbs_badinput's cq-cqe-huge and cq-cqe-all-ones reach it too; the \
+            Rust driver checks the size first)",
+        forms: &[ReportForm {
+            header: &[&["UBSAN: shift-out-of-bounds in ./include/linux/log2.h:"]],
             frames: &[
-                "_raw_spin_unlock_irqrestore+",
-                "pvrdma_intr0_handler+ [vmw_pvrdma]",
+                "__ubsan_handle_shift_out_of_bounds+",
+                "pvrdma_create_cq+ [vmw_pvrdma]",
             ],
-        },
-    ],
-}];
+        }],
+    },
+];
 
 /// One kernel report in a log: its header lines, then its call trace.
 #[derive(Debug, Default)]
@@ -108,7 +125,13 @@ impl Report {
             return header_line;
         }
         // After `cut here`: the WARN's message, whatever it says, then its `WARNING:` line.
+        // UBSAN's report has one line of detail after its first ("shift exponent 64 is too
+        // large for 64-bit type 'unsigned long'").
         (self.cut && self.header.len() == 1)
+            || self
+                .header
+                .last()
+                .is_some_and(|line| line.starts_with("UBSAN: "))
             || header_line
             || message.trim_start().starts_with("Call Trace:")
             || (self.cut
@@ -363,6 +386,43 @@ mod tests {
         let mut problems = scan(LOCKDEP);
         problems.push(died);
         assert!(excuse(Driver::C, &problems, LOCKDEP).is_none());
+    }
+
+    /// The C driver's CQ size overflow on the debug kernel, as seen in uverbs_fuzz (trimmed).
+    const CQ_SIZE_SHIFT: &str = "\
+[   85.600000] vmw_pvrdma 0000:00:04.1: attached to device
+[   85.682838] ------------[ cut here ]------------
+[   85.682960] UBSAN: shift-out-of-bounds in ./include/linux/log2.h:57:13
+[   85.684438] shift exponent 64 is too large for 64-bit type 'unsigned long'
+[   85.686224] CPU: 1 UID: 0 PID: 152 Comm: uverbs_fuzz Not tainted 7.3.4 #1 PREEMPT(lazy)  
+[   85.686471] Hardware name: QEMU Standard PC (Q35 + ICH9, 2009), BIOS 1.16.2-debian-1.16.2-1 04/01/2014
+[   85.686719] Call Trace:
+[   85.686847]  <TASK>
+[   85.686954]  dump_stack_lvl+0x63/0x80
+[   85.687835]  __ubsan_handle_shift_out_of_bounds+0x2c1/0x320
+[   85.688075]  pvrdma_create_cq+0x639/0xd50 [vmw_pvrdma]
+[   85.688732]  create_cq+0x58f/0x8d0
+[   85.688788]  ib_uverbs_create_cq+0x111/0x150
+[   85.688826]  ib_uverbs_write+0x7dd/0xaf0
+[   85.688886]  vfs_write+0x1e6/0x810
+[   85.689130]  ksys_write+0xb7/0x170
+[   85.689162]  do_syscall_64+0x13b/0x420
+[   85.689219]  entry_SYSCALL_64_after_hwframe+0x4b/0x53
+[   85.689338] RIP: 0033:0x7f233fbda38f
+[   85.690233]  </TASK>
+[   85.690640] ---[ end trace ]---
+";
+
+    #[test]
+    fn the_cq_size_shift_is_recognised_only_for_the_c_driver() {
+        let problems = scan(CQ_SIZE_SHIFT);
+        assert_eq!(problems.len(), 3, "{problems:?}");
+        let bug = excuse(Driver::C, &problems, CQ_SIZE_SHIFT).expect("the C driver's bug");
+        assert!(bug.cause.contains("pvrdma_create_cq"));
+        assert!(excuse(Driver::Rust, &problems, CQ_SIZE_SHIFT).is_none());
+        // The same report from another function is not the bug's.
+        let other = CQ_SIZE_SHIFT.replace("pvrdma_create_cq+", "pvrdma_create_qp+");
+        assert!(excuse(Driver::C, &scan(&other), &other).is_none());
     }
 
     #[test]
