@@ -167,6 +167,17 @@ for arg in $(cat /proc/cmdline); do
 	lab.kdir=*) LAB_KDIR=${arg#lab.kdir=} ;;
 	lab.test=*) LAB_TEST=${arg#lab.test=} ;;
 	lab.timeout=*) LAB_TIMEOUT=${arg#lab.timeout=} ;;
+	lab.env.*)
+		# The run's settings for its tests (pvrdma-lab run --guest-env): LAB_ variables only,
+		# as the runner checked them.
+		lab_assignment=${arg#lab.env.}
+		lab_name=${lab_assignment%%=*}
+		case "$lab_name" in
+		LAB_*[!A-Z0-9_]* | LAB_) setup_failed "bad variable '$lab_name' on the kernel command line" ;;
+		LAB_*) export "$lab_name=${lab_assignment#*=}" && log "guest environment: $lab_assignment" ;;
+		*) setup_failed "bad variable '$lab_name' on the kernel command line" ;;
+		esac
+		;;
 	esac
 done
 export LAB_MODEL LAB_DRIVER

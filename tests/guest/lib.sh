@@ -165,6 +165,43 @@ lab_expect() {
 	grep -qE "$2" "$1" || lab_fail "$3: expected a line matching '$2' in $(basename "$1"): $(lab_tail "$1")"
 }
 
+# Kernel messages that report trouble, for a test's own check of the dmesg lines of its run
+# (it can say which step caused them; the runner's verdict reads the whole log with the full
+# list, tools/pvrdma-lab/src/kernel_log.rs): oops, BUG (not ODEBUG's messages), slub_debug's
+# "BUG <cache>", WARN, call traces, UBSAN, KASAN.
+LAB_KERNEL_REPORT='Oops|\bBUG:|\] BUG |WARNING:|cut here|Call Trace|general protection|UBSAN|KASAN'
+
+# lab_dmesg_check FILE WHAT: the test's own look at the kernel messages of its run (FILE), to
+# say which step caused a report. With the Rust driver a report fails the test at once; with
+# the C driver it is noted and left to the runner's verdict, which sets aside only the C
+# driver's known bugs, by the exact form of their reports (tools/pvrdma-lab/src/reference_bugs.rs).
+lab_dmesg_check() {
+	line=$(grep -m 1 -E "$LAB_KERNEL_REPORT" "$1") || return 0
+	[ "$LAB_DRIVER" = c ] || lab_fail "$2: $(basename "$1") has '$line'"
+	lab_note "$2: kernel report, left to the runner's verdict (C driver): $line"
+}
+
+# lab_run_program NAME SECONDS LOG CMD...: runs the test program CMD under timeout(1) with its
+# output in LOG (and on the test's output), keeps the kernel messages of its run in
+# $LAB_RESULTS/NAME-dmesg.txt and checks them (lab_dmesg_check: a program an oops killed is
+# reported with the kernel's words, not its exit status). Sets LAB_STATUS (CMD's exit
+# status) and LAB_PROGRAM_SUMMARY (its `summary: ` line); without one, fails the test with
+# CMD's exit status.
+lab_run_program() {
+	run_name=$1
+	run_limit=$2
+	run_log=$3
+	shift 3
+	run_dmesg_before=$(dmesg | wc -l)
+	timeout -k 5 "$run_limit" stdbuf -oL "$@" >"$run_log" 2>&1
+	LAB_STATUS=$?
+	cat "$run_log"
+	dmesg | tail -n +"$((run_dmesg_before + 1))" >"$LAB_RESULTS/$run_name-dmesg.txt"
+	lab_dmesg_check "$LAB_RESULTS/$run_name-dmesg.txt" "$run_name: dmesg"
+	LAB_PROGRAM_SUMMARY=$(grep '^summary: ' "$run_log")
+	[ -n "$LAB_PROGRAM_SUMMARY" ] || lab_check_exit "$run_name" "$LAB_STATUS" "$run_log" "$run_limit"
+}
+
 # lab_reject LOG PATTERN WHAT: fails if the grep -E PATTERN matches a line of LOG.
 lab_reject() {
 	if line=$(grep -m 1 -E "$2" "$1"); then

@@ -18,7 +18,7 @@ gid=$(lab_ipv4_gid "$LAB_IP")
 
 # Kernel messages that report trouble, at the start of a message (after the
 # timestamp), as tools/pvrdma-lab/src/kernel_log.rs reads them.
-report='^\[ *[0-9.]+\] (Oops|BUG:|kernel BUG at|WARNING:|-+\[ cut here \]|INFO: |KASAN:|UBSAN:|Call Trace:|general protection fault|Kernel panic|.*possible circular locking|.*inconsistent lock state|.*suspicious RCU usage|.*suspected memory leak|.*list_(add|del) corruption)'
+report='^\[ *[0-9.]+\] (Oops|BUG:|BUG |kernel BUG at|WARNING:|-+\[ cut here \]|INFO: |KASAN:|UBSAN:|Call Trace:|general protection fault|Kernel panic|.*possible circular locking|.*inconsistent lock state|.*suspicious RCU usage|.*suspected memory leak|.*list_(add|del) corruption)'
 
 # since TIME: the kernel messages stamped after TIME (seconds), from dmesg
 # (by time, not by line: the ring buffer may wrap during the cycles, and it is

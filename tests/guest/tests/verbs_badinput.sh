@@ -10,15 +10,9 @@ limit=${LAB_BADINPUT_TIMEOUT:-180}
 
 lab_build_test "$name"
 
-dmesg_before=$(dmesg | wc -l)
-timeout -k 5 "$limit" stdbuf -oL "$bin" "$LAB_DEV" "$LAB_GID_INDEX" "${LAB_DRIVER:-unknown}" >"$log" 2>&1
-status=$?
-cat "$log"
-dmesg | tail -n +"$((dmesg_before + 1))" >"$LAB_RESULTS/$name-dmesg.txt"
-# A crash of the program (an oops kills it) is reported with the kernel's words.
-lab_reject "$LAB_RESULTS/$name-dmesg.txt" "Oops|BUG:|WARNING:|cut here|Call Trace|general protection|UBSAN|KASAN" "$name: dmesg"
-summary=$(grep '^summary: ' "$log")
-[ -n "$summary" ] || lab_check_exit "$name" "$status" "$log" "$limit"
+lab_run_program "$name" "$limit" "$log" "$bin" "$LAB_DEV" "$LAB_GID_INDEX" "${LAB_DRIVER:-unknown}"
+summary=$LAB_PROGRAM_SUMMARY
+status=$LAB_STATUS
 lab_reject "$log" "^FAIL" "$name"
 echo "$summary" | grep -qE ', 0 FAIL$' || lab_fail "$name: $summary"
 lab_check_exit "$name" "$status" "$log" "$limit"

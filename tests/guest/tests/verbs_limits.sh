@@ -10,14 +10,9 @@ limit=${LAB_LIMITS_TIMEOUT:-150}
 
 lab_build_test "$name"
 
-dmesg_before=$(dmesg | wc -l)
-timeout -k 5 "$limit" stdbuf -oL "$bin" "$LAB_DEV" "${LAB_DRIVER:-unknown}" >"$log" 2>&1
-status=$?
-cat "$log"
-dmesg | tail -n +"$((dmesg_before + 1))" >"$LAB_RESULTS/$name-dmesg.txt"
-lab_reject "$LAB_RESULTS/$name-dmesg.txt" "Oops|BUG:|WARNING:|cut here|Call Trace|general protection|UBSAN|KASAN" "$name: dmesg"
-summary=$(grep '^summary: ' "$log")
-[ -n "$summary" ] || lab_check_exit "$name" "$status" "$log" "$limit"
+lab_run_program "$name" "$limit" "$log" "$bin" "$LAB_DEV" "${LAB_DRIVER:-unknown}"
+summary=$LAB_PROGRAM_SUMMARY
+status=$LAB_STATUS
 # A failure of any other kind than a depth within the maximum refused by the
 # device is reported first, with its own words.
 lab_reject "$log" "^FAIL [^ ]* \[wrong\]" "$name"
