@@ -66,6 +66,20 @@ impl<T: Operations> Cq<T> {
         }
     }
 
+    /// Tells the CQ's consumer to poll for completions the driver makes itself (the flushes of
+    /// a device that stopped working), unless the consumer polls the CQ only on its own
+    /// (`IB_POLL_DIRECT`, whose handler warns about any call).
+    ///
+    /// May be called from interrupt context.
+    pub fn complete_unsolicited(&self) {
+        // SAFETY: The CQ is live (type invariant); the core sets `poll_ctx` before the CQ is used
+        // and does not change it.
+        let direct = unsafe { (*self.as_raw()).poll_ctx } == bindings::ib_poll_context_IB_POLL_DIRECT;
+        if !direct {
+            self.complete();
+        }
+    }
+
     /// Reports an asynchronous event (only [`CQ_EVENT_ERR`] concerns a CQ) to the CQ's consumer.
     /// Returns whether it was delivered.
     pub fn dispatch_event(&self, event: u32) -> bool {

@@ -139,6 +139,25 @@ impl<T: Operations> Device<T> {
         })
     }
 
+    /// Runs `f` on every live QP of the device, in handle order, under the lock of
+    /// [`Device::with_qp`]: `f` must not sleep nor look up QPs. For rare device-wide work (a
+    /// device declared dead flushes its QPs' work), not for the data path: the table stays
+    /// locked for the whole walk.
+    pub fn for_each_qp(&self, mut f: impl FnMut(&Qp<T>)) {
+        self.tables().qp.for_each(|qp| {
+            // SAFETY: As in `with_cq`: the QP is live while the table is locked.
+            f(unsafe { Qp::from_raw(qp) })
+        })
+    }
+
+    /// Runs `f` on every live CQ of the device, in handle order (see [`Device::for_each_qp`]).
+    pub fn for_each_cq(&self, mut f: impl FnMut(&Cq<T>)) {
+        self.tables().cq.for_each(|cq| {
+            // SAFETY: As in `with_cq`.
+            f(unsafe { Cq::from_raw(cq) })
+        })
+    }
+
     /// The bound device the RDMA device belongs to (its parent), for DMA allocations and
     /// logging.
     pub fn parent(&self) -> &device::Device<Bound> {

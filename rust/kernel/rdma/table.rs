@@ -116,6 +116,17 @@ impl<C> ObjectTable<C> {
         let entry = entries.get(&index)?;
         Some(f(entry.0.as_ptr()))
     }
+
+    /// Runs `f` on every object, in handle order, with the table locked (interrupts off): as
+    /// with [`Self::with`], no object can go away while `f` runs, and `f` must not sleep. For
+    /// rare walks over the whole device (flushing the work of a device declared dead), not for
+    /// the data path: the lock is held for the whole walk.
+    pub(super) fn for_each(&self, mut f: impl FnMut(*mut C)) {
+        let entries = self.entries.lock();
+        for entry in entries.values() {
+            f(entry.0.as_ptr());
+        }
+    }
 }
 
 #[cfg(CONFIG_RUST_INFINIBAND_KUNIT_TEST)]
@@ -170,6 +181,23 @@ mod tests {
         // SAFETY: As above.
         unsafe { t.insert(t.reserve()?, 7, &mut b) }?;
         assert_eq!(value_of(&t, 7), Some(2));
+        Ok(())
+    }
+
+    /// A walk sees every live object once, in handle order, and no removed one.
+    #[test]
+    fn walk_in_handle_order() -> Result {
+        let mut objs = [1u64, 2, 3];
+        let t = table()?;
+        for (h, o) in [30u32, 10, 20].into_iter().zip(objs.iter_mut()) {
+            // SAFETY: `objs` outlives `t` (declared before it).
+            unsafe { t.insert(t.reserve()?, h, o) }?;
+        }
+        t.remove(20, objs.as_mut_ptr().wrapping_add(2));
+        let mut seen = KVec::new();
+        // SAFETY: The pointers are to `objs`, which outlives `t`.
+        t.for_each(|p| seen.push(unsafe { *p }, GFP_KERNEL).unwrap_or(()));
+        assert_eq!(&seen[..], &[2u64, 1]);
         Ok(())
     }
 }

@@ -188,36 +188,54 @@ impl<'a, T: Operations> WcSink<'a, T> {
         if !self.has_room() {
             return false;
         }
-        let out = self.wc.wrapping_add(self.len);
-        let written = self.dev.with_qp(qp_handle, |qp: &Qp<T>| {
+        let dev = self.dev;
+        let written = dev.with_qp(qp_handle, |qp: &Qp<T>| {
             let wc = f(qp)?;
-            // SAFETY: `out` is in bounds (`len < cap`) and valid for writes (type invariant).
-            unsafe {
-                out.write(bindings::ib_wc {
-                    __bindgen_anon_1: bindings::ib_wc__bindgen_ty_1 { wr_id: wc.wr_id },
-                    status: wc.status,
-                    opcode: wc.opcode,
-                    vendor_err: wc.vendor_err,
-                    byte_len: wc.byte_len,
-                    qp: qp.as_raw(),
-                    ex: bindings::ib_wc__bindgen_ty_2 { imm_data: wc.ex },
-                    src_qp: wc.src_qp,
-                    slid: wc.slid,
-                    wc_flags: wc.wc_flags as i32,
-                    pkey_index: wc.pkey_index,
-                    sl: wc.sl,
-                    dlid_path_bits: wc.dlid_path_bits,
-                    port_num: wc.port_num,
-                    smac: wc.smac,
-                    vlan_id: wc.vlan_id,
-                    network_hdr_type: wc.network_hdr_type,
-                })
-            };
-            Some(())
+            Some(self.write(qp, &wc))
         });
-        if written.flatten().is_none() {
+        written.flatten().unwrap_or(false)
+    }
+
+    /// Appends `wc` as a completion of `qp`, a QP of this device the caller holds (from
+    /// [`Device::for_each_qp`]), as a driver does for work it completes itself: a device declared
+    /// dead completes nothing, so its driver flushes the outstanding work. Returns `false`,
+    /// writing nothing, if there is no room or `qp` belongs to another device.
+    pub fn push_for(&mut self, qp: &Qp<T>, wc: &WorkCompletion) -> bool {
+        // SAFETY: `qp` is live (type invariant of `Qp`), so its `device` field may be read.
+        let same_device = unsafe { (*qp.as_raw()).device } == self.dev.as_raw();
+        same_device && self.write(qp, wc)
+    }
+
+    /// Fills the next entry with `wc` as a completion of `qp`; `false` if there is no room.
+    fn write(&mut self, qp: &Qp<T>, wc: &WorkCompletion) -> bool {
+        if !self.has_room() {
             return false;
         }
+        let out = self.wc.wrapping_add(self.len);
+        // SAFETY: `out` is in bounds (`len < cap`, just checked) and valid for writes (type
+        // invariant).
+        unsafe {
+            out.write(bindings::ib_wc {
+                __bindgen_anon_1: bindings::ib_wc__bindgen_ty_1 { wr_id: wc.wr_id },
+                status: wc.status,
+                opcode: wc.opcode,
+                vendor_err: wc.vendor_err,
+                byte_len: wc.byte_len,
+                qp: qp.as_raw(),
+                ex: bindings::ib_wc__bindgen_ty_2 { imm_data: wc.ex },
+                src_qp: wc.src_qp,
+                slid: wc.slid,
+                wc_flags: wc.wc_flags as i32,
+                pkey_index: wc.pkey_index,
+                sl: wc.sl,
+                dlid_path_bits: wc.dlid_path_bits,
+                port_num: wc.port_num,
+                smac: wc.smac,
+                vlan_id: wc.vlan_id,
+                network_hdr_type: wc.network_hdr_type,
+            })
+        };
+        // INVARIANT: The entry at `len` was just filled, and `len < cap` before.
         self.len += 1;
         true
     }
