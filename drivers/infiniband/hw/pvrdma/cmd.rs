@@ -12,14 +12,15 @@
 //! `reinit_completion()` races with an interrupt still completing the previous command): the
 //! waiter takes signals until the response slot holds the answer to its own sequence number.
 //!
-//! A device that does not answer within [`CMD_TIMEOUT_MS`] is declared dead and reset: it stops
-//! using the memory of the command that timed out (which the driver then frees) and of every
-//! object it holds, and every later command fails at once instead of waiting its own timeout
-//! under the channel's mutex (removal against a dead device would otherwise cost that per object).
+//! A device that does not answer within [`CMD_TIMEOUT_MS`] is declared dead and reset
+//! (`crate::dead`): it stops using the memory of the command that timed out (which the driver then
+//! frees) and of every object it holds, and every later command fails at once instead of waiting
+//! its own timeout under the channel's mutex (removal against a dead device would otherwise cost
+//! that per object).
 
 use crate::{
     abi::{
-        CmdHdr, RespHdr, CMD_REQ_SIZE, CMD_RESP_SIZE, CTL_RESET, REGS_SIZE, REG_CTL, REG_ERR,
+        CmdHdr, RespHdr, CMD_REQ_SIZE, CMD_RESP_SIZE, REGS_SIZE, REG_ERR,
         REG_REQUEST,
     },
     mem::{alloc_page, DmaPage, SharedBytes},
@@ -100,6 +101,13 @@ impl CmdChannel {
         self.done.complete();
     }
 
+    /// Stops the channel for good (the device was declared dead): later commands fail at once,
+    /// and one waiting for its response fails now.
+    pub(crate) fn stop(&self) {
+        self.dead.store(true, Ordering::Relaxed);
+        self.done.complete();
+    }
+
     /// Runs command `code` with the request `body` (whose `hdr` is filled in here) and returns
     /// the response, after checking that it answers this request with `resp_code` and no error.
     pub(crate) fn run<C, R>(
@@ -153,15 +161,9 @@ impl CmdChannel {
         }
         let rhdr = self.wait_response(dev, *seq, code).inspect_err(|e| {
             if *e == ETIMEDOUT {
-                // Declared dead under the channel's mutex, so no command starts after the reset.
+                // Stopped under the channel's mutex, so that no command starts before the caller
+                // declares the device dead and resets it (`Hw::command`).
                 self.dead.store(true, Ordering::Relaxed);
-                dev_err!(
-                    dev,
-                    "the device stopped answering commands: resetting it, no more commands\n"
-                );
-                if let Some(bar) = regs.try_access() {
-                    bar.write32(CTL_RESET, REG_CTL);
-                }
             }
         })?;
         if rhdr.ack != resp_code {
@@ -204,6 +206,10 @@ impl CmdChannel {
             let rhdr: RespHdr = self.resp.read_at(0)?;
             if rhdr.response == seq {
                 return Ok(rhdr);
+            }
+            if self.dead.load(Ordering::Relaxed) {
+                // Woken by `stop`: the device will not answer.
+                return Err(ENODEV);
             }
             pr_debug!(
                 "command {}: stale response (seq {}, waiting for {})\n",

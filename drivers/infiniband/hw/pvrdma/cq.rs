@@ -44,6 +44,11 @@ impl TableIndex for Cq {
 }
 
 impl Cq {
+    /// Whether the CQ's ring is the driver's (a kernel consumer's CQ).
+    pub(crate) fn is_kernel(&self) -> bool {
+        matches!(self.ring, CqRing::Kernel(_))
+    }
+
     /// The driver's details of the CQ in `rdma res show cq -dd`: the device's handle and where
     /// its ring is.
     pub(crate) fn fill_res(&self, entry: &mut ResEntry<'_>) -> Result {
@@ -229,10 +234,34 @@ impl Cq {
     }
 
     /// Moves completions of a kernel CQ into `sink` (see [`rdma::Operations::poll_cq`]).
+    ///
+    /// A device that breaks the ring's indexes or reports a completion the driver never asked
+    /// for is lying about the state of its queues: it is declared dead (see `crate::dead`), and
+    /// from then on this CQ's completions are the flushes of the work outstanding on it.
     pub(crate) fn poll(&self, dev: &rdma::Device<IbDev>, sink: &mut WcSink<'_, IbDev>) -> Result {
         let CqRing::Kernel(ring) = &self.ring else {
             return Err(EINVAL);
         };
+        if !dev.hw.is_dead() {
+            if let Err(lie) = self.poll_ring(dev, ring, sink) {
+                // After the ring's lock is dropped: declaring the device dead walks other locks.
+                dev.hw.declare_dead(lie);
+            }
+        }
+        if dev.hw.is_dead() {
+            dev.for_each_qp(|qp| crate::qp::flush_unfinished(qp, self.handle, sink));
+        }
+        Ok(())
+    }
+
+    /// Moves the completions the device wrote into `ring` to `sink`. Fails with what the device
+    /// did wrong if it broke the ring or completed work the driver did not give it.
+    fn poll_ring(
+        &self,
+        dev: &rdma::Device<IbDev>,
+        ring: &SpinLockIrq<DeviceRing<Cqe>>,
+        sink: &mut WcSink<'_, IbDev>,
+    ) -> core::result::Result<(), &'static str> {
         let ring = ring.lock();
         let mut polled_device = false;
         // At most one ring's worth of entries per call: completions of unknown QPs take no room in
@@ -243,28 +272,29 @@ impl Cq {
             match ring.pop() {
                 Ok(Some(cqe)) => {
                     budget -= 1;
-                    // A completion of a QP destroyed meanwhile names nothing: dropped.
                     let Some(qp_handle) = qp_handle_of(&cqe) else {
-                        kernel::pr_warn_once!(
-                            "{}: CQ {}: dropped a completion of QP handle {:#x}, beyond 32 bits\n",
-                            dev.hw.name(),
-                            self.handle,
-                            cqe.qp
-                        );
-                        continue;
+                        return Err("a kernel CQ's completion names a QP handle beyond 32 bits");
                     };
-                    sink.push(qp_handle, |qp| {
+                    // A completion of a QP destroyed meanwhile names nothing: dropped (the
+                    // destroy removed those already written; the device writes none after).
+                    let mut impossible = false;
+                    let pushed = sink.push(qp_handle, |qp| {
                         let wr_id = qp.completed_wr_id(self.handle, &cqe);
-                        if wr_id.is_none() {
-                            kernel::pr_warn_once!(
-                            "{}: CQ {}: dropped a completion its QP cannot have (wr_id {:#x})\n",
-                            dev.hw.name(),
-                            self.handle,
-                            cqe.wr_id
-                        );
-                        }
+                        impossible = wr_id.is_none();
                         wr_id.map(|wr_id| work_completion(&cqe, wr_id))
                     });
+                    if impossible {
+                        return Err("a kernel CQ's completion names work its QP does not have");
+                    }
+                    if !pushed {
+                        dev.hw.stats.stale_events.inc();
+                        kernel::pr_warn_once!(
+                            "{}: CQ {}: dropped a completion of QP handle {:#x}, which names no QP\n",
+                            dev.hw.name(),
+                            self.handle,
+                            qp_handle
+                        );
+                    }
                 }
                 Ok(None) if !polled_device => {
                     // Ask the device to flush what it has, once.
@@ -272,10 +302,7 @@ impl Cq {
                     polled_device = true;
                 }
                 Ok(None) => break,
-                Err(e) => {
-                    dev_err!(dev.hw.dev(), "CQ {} ring state invalid\n", self.handle);
-                    return Err(e);
-                }
+                Err(_) => return Err("a kernel CQ's ring indexes are out of range"),
             }
         }
         Ok(())
@@ -295,6 +322,13 @@ impl Cq {
         } else {
             UAR_CQ_ARM
         };
+        if dev.hw.is_dead() {
+            // Nothing arms a dead device: the flushes are the completions to report (see
+            // `crate::dead`, which also calls the completion handlers while work is left).
+            let mut unfinished = false;
+            dev.for_each_qp(|qp| unfinished |= qp.has_unfinished(Some(self.handle)));
+            return Ok(flags.report_missed_events() && unfinished);
+        }
         let ring = ring.lock();
         dev.hw.ring_cq_doorbell(self.handle | arm);
         if flags.report_missed_events() {
@@ -312,7 +346,8 @@ impl Cq {
                 .retain(|cqe| qp_handle_of(cqe) != Some(qp_handle))
                 .is_err()
             {
-                dev_err!(dev.hw.dev(), "CQ {} ring state invalid\n", self.handle);
+                dev.hw
+                    .declare_dead("a kernel CQ's ring indexes are out of range");
             }
         }
     }

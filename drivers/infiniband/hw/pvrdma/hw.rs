@@ -6,22 +6,27 @@
 use crate::{
     abi::*,
     cmd::{CmdChannel, Regs},
+    dead::Flusher,
+    device::IbDev,
     ring::DeviceRing,
     stats::Stats,
 };
+use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::{
     device::Core,
     dma::Coherent,
     io::Io,
-    net, new_mutex,
+    net, new_mutex, new_spinlock_irq,
     page::{PAGE_SHIFT, PAGE_SIZE},
     pci,
     prelude::*,
+    rdma::DeviceHandle,
     sync::{
         aref::ARef,
         barrier::{mb, Full},
-        Arc, Mutex,
+        Arc, Mutex, SpinLockIrq,
     },
+    time::hrtimer::{ArcHrTimerHandle, HrTimerPointer},
 };
 use zerocopy::{FromBytes, Immutable, IntoBytes};
 
@@ -41,6 +46,13 @@ type Uar = pci::DevresBar<PAGE_SIZE>;
 pub(crate) struct Hw {
     /// The registers; dropped first, which resets the device (see [`DeviceRegs`]).
     pub(crate) regs: DeviceRegs,
+    /// Whether the device was declared dead (see [`Hw::declare_dead`]).
+    dead: AtomicBool,
+    /// The flusher of a dead device (see `crate::dead`), running while it is here: dropping it
+    /// stops the timer.
+    #[pin]
+    flusher_running: SpinLockIrq<Option<ArcHrTimerHandle<Flusher>>>,
+    flusher: Arc<Flusher>,
     /// The command channel.
     #[pin]
     pub(crate) cmd: CmdChannel,
@@ -64,8 +76,12 @@ pub(crate) struct Hw {
 
 impl Hw {
     /// Enables `pdev`, maps its BARs and allocates the shared memory. The device does not know
-    /// the DSR yet: see [`Hw::load_dsr`].
-    pub(crate) fn new(pdev: &pci::Device<Core<'_>>) -> Result<Arc<Self>> {
+    /// the DSR yet: see [`Hw::load_dsr`]. `events` is the RDMA device's handle, which a dead
+    /// device's flusher uses.
+    pub(crate) fn new(
+        pdev: &pci::Device<Core<'_>>,
+        events: Arc<DeviceHandle<IbDev>>,
+    ) -> Result<Arc<Self>> {
         let dev = pdev.as_ref();
         pdev.enable_device_mem()?;
         let regs = pdev
@@ -95,6 +111,7 @@ impl Hw {
         let async_ring = DeviceRing::<Eqe>::new(dev, NUM_RING_PAGES)?;
         let cq_ring = DeviceRing::<Cqne>::new(dev, NUM_RING_PAGES)?;
         let dsr = Coherent::<Dsr>::zeroed(dev, GFP_KERNEL)?;
+        let flusher = Flusher::new(events)?;
 
         // The kernel's UAR page is page 0 of BAR 2.
         let uar_pfn = uar_start >> PAGE_SHIFT;
@@ -129,6 +146,9 @@ impl Hw {
                 cq_ring,
                 dsr,
                 regs: DeviceRegs(regs),
+                dead: AtomicBool::new(false),
+                flusher_running <- new_spinlock_irq!(None, "pvrdma::Hw::flusher_running"),
+                flusher,
                 uar,
                 uar_start,
                 uar_len,
@@ -253,7 +273,8 @@ impl Hw {
         Ok(InterruptsEnabled(self.clone()))
     }
 
-    /// Runs a device command (see [`CmdChannel::run`]).
+    /// Runs a device command (see [`CmdChannel::run`]). A device that does not answer is
+    /// declared dead.
     pub(crate) fn command<C: IntoBytes + Immutable, R: FromBytes + IntoBytes>(
         &self,
         code: (u32, u32),
@@ -262,12 +283,45 @@ impl Hw {
         self.stats.commands.inc();
         self.cmd
             .run(self.dev(), &self.regs.0, code, body)
-            .inspect_err(|_| self.stats.command_errors.inc())
+            .inspect_err(|e| {
+                self.stats.command_errors.inc();
+                if *e == ETIMEDOUT {
+                    self.declare_dead("the device stopped answering commands");
+                }
+            })
+    }
+
+    /// Whether the device was declared dead.
+    pub(crate) fn is_dead(&self) -> bool {
+        self.dead.load(Ordering::Acquire)
+    }
+
+    /// Declares the device dead because of `why`, what it did wrong (see `crate::dead`): no
+    /// command runs any more (one under way fails at once), the device is reset, so that it
+    /// stops using the driver's memory, and the flusher starts. Only the first call acts.
+    ///
+    /// Any context; takes no lock of the RDMA device's (its callers may hold them).
+    pub(crate) fn declare_dead(&self, why: &str) {
+        if self.dead.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        dev_err!(
+            self.dev(),
+            "{}: declaring the device dead; its work requests complete as flushed\n",
+            why
+        );
+        self.cmd.stop();
+        if let Some(regs) = self.regs.try_access() {
+            regs.write32(CTL_RESET, REG_CTL);
+        }
+        let handle = self.flusher.clone().start(Flusher::first_delay());
+        *self.flusher_running.lock() = Some(handle);
     }
 
     /// Runs the command that destroys the object `what` (with device handle `handle`) in the
     /// device. A refusal is logged, not returned: for the RDMA core the object is gone either
-    /// way, and its memory is freed after this returns.
+    /// way, and its memory is freed after this returns. (A dead device was reset and holds no
+    /// objects: nothing to log.)
     pub(crate) fn destroy_object<C: IntoBytes + Immutable, R: FromBytes + IntoBytes>(
         &self,
         code: (u32, u32),
@@ -275,6 +329,9 @@ impl Hw {
         what: &str,
         handle: u32,
     ) {
+        if self.is_dead() {
+            return;
+        }
         if let Err(e) = self.command::<C, R>(code, cmd) {
             dev_warn!(
                 self.pdev,
@@ -288,16 +345,16 @@ impl Hw {
 
     /// Consumes the async event ring, calling `f` for every event: at most one ring's worth,
     /// so that a device producing without end cannot keep the handler looping (the rest waits
-    /// for the next interrupt).
-    pub(crate) fn drain_async_events(&self, f: impl FnMut(Eqe)) {
-        self.async_ring.drain(self.name(), "async event", f);
+    /// for the next interrupt). Fails with `EIO` if the device broke the ring's indexes.
+    pub(crate) fn drain_async_events(&self, f: impl FnMut(Eqe)) -> Result {
+        self.async_ring.drain(self.name(), "async event", f)
     }
 
     /// Consumes the CQ notification ring, calling `f` with every CQ handle: at most one ring's
     /// worth (see [`Hw::drain_async_events`]).
-    pub(crate) fn drain_cq_notifications(&self, mut f: impl FnMut(u32)) {
+    pub(crate) fn drain_cq_notifications(&self, mut f: impl FnMut(u32)) -> Result {
         self.cq_ring
-            .drain(self.name(), "CQ notification", |cqne| f(cqne.info));
+            .drain(self.name(), "CQ notification", |cqne| f(cqne.info))
     }
 }
 

@@ -117,7 +117,14 @@ impl AsyncEventIrq {
 impl irq::Handler for AsyncEventIrq {
     fn handle(&self) -> IrqReturn {
         self.hw.stats.interrupts.inc();
-        self.hw.drain_async_events(|eqe| self.handle_event(eqe));
+        if self
+            .hw
+            .drain_async_events(|eqe| self.handle_event(eqe))
+            .is_err()
+        {
+            self.hw
+                .declare_dead("the async event ring's indexes are out of range");
+        }
         IrqReturn::Handled
     }
 }
@@ -133,7 +140,7 @@ impl irq::Handler for CqNotifyIrq {
     fn handle(&self) -> IrqReturn {
         let stats = &self.hw.stats;
         stats.interrupts.inc();
-        self.events.with_device(|dev| {
+        let drained = self.events.with_device(|dev| {
             self.hw.drain_cq_notifications(|handle| {
                 stats.cq_notifications.inc();
                 // A notification for a CQ destroyed meanwhile names nothing.
@@ -143,6 +150,10 @@ impl irq::Handler for CqNotifyIrq {
                 }
             })
         });
+        if matches!(drained, Some(Err(_))) {
+            self.hw
+                .declare_dead("the CQ notification ring's indexes are out of range");
+        }
         IrqReturn::Handled
     }
 }

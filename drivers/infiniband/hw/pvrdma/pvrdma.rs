@@ -18,6 +18,7 @@ mod context;
 mod convert;
 mod counts;
 mod cq;
+mod dead;
 mod device;
 mod hw;
 mod intr;
@@ -107,7 +108,8 @@ impl pci::Driver for Pvrdma {
 
 impl Pvrdma {
     fn new(pdev: &pci::Device<Core<'_>>) -> Result<Self> {
-        let hw = Hw::new(pdev)?;
+        let events = DeviceHandle::new()?;
+        let hw = Hw::new(pdev, events.clone())?;
         let caps = hw.load_dsr()?;
 
         let vmxnet3 = link::paired_function(pdev)?;
@@ -134,7 +136,6 @@ impl Pvrdma {
             )?,
         };
         let shared = !matches!(vectors.irq_type(), pci::IrqType::MsiX);
-        let events = DeviceHandle::new()?;
         let response_irq = vectors.request_irq(
             0,
             if shared {

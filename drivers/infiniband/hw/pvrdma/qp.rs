@@ -29,6 +29,8 @@ use kernel::{
 
 mod post;
 
+pub(crate) use post::flush_unfinished;
+
 /// The most inline data a user QP may ask for: what one send WQE could hold beside its header (a
 /// WQE never straddles a page); a larger request is malformed and refused.
 ///
@@ -460,7 +462,20 @@ impl Qp {
             attrs: qp_attr_to_pvrdma(attr),
             ..Default::default()
         };
-        let _: crate::abi::RespNoop = dev.hw.command(opcode_verbs::MODIFY_QP, &cmd)?;
+        // A dead device keeps no QP state: moving to ERR or RESET, which tears down rather than
+        // sets up, succeeds without it, also when the device died during this very command
+        // (consumers drain and destroy QPs after a fatal event, and the RDMA core warns when a
+        // drain's move to ERR fails); anything else fails.
+        let teardown = matches!(next, QpState::Err | QpState::Reset);
+        if !(teardown && dev.hw.is_dead()) {
+            let result = dev
+                .hw
+                .command::<_, crate::abi::RespNoop>(opcode_verbs::MODIFY_QP, &cmd);
+            match result {
+                Err(e) if !(teardown && dev.hw.is_dead()) => return Err(e),
+                _ => {}
+            }
+        }
         self.state.store(next.as_raw(), Ordering::Relaxed);
         if next == QpState::Reset {
             // A QP back in RESET has no work: what it completed before must not be polled as

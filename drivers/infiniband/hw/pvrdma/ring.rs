@@ -118,26 +118,24 @@ impl<E: FromBytes + IntoBytes> DeviceRing<E> {
     }
 
     /// Consumes at most one ring's worth of entries, calling `f` for each; `what` names the
-    /// ring in the warnings (each printed once) about invalid indexes and about entries left
-    /// for the next call by a device that kept producing.
-    pub(crate) fn drain(&self, device: &CStr, what: &str, mut f: impl FnMut(E)) {
+    /// ring in the warning (printed once) about entries left for the next call by a device that
+    /// kept producing. Fails with `EIO`, consuming nothing more, if the device broke the ring's
+    /// indexes.
+    pub(crate) fn drain(&self, device: &CStr, what: &str, mut f: impl FnMut(E)) -> Result {
         for _ in 0..self.slots {
-            match self.pop() {
-                Ok(Some(entry)) => f(entry),
-                Ok(None) => return,
-                Err(_) => {
-                    kernel::pr_warn_once!("{}: {} ring: indexes invalid\n", device, what);
-                    return;
-                }
+            match self.pop()? {
+                Some(entry) => f(entry),
+                None => return Ok(()),
             }
         }
-        if matches!(self.has_data(), Ok(true)) {
+        if self.has_data()? {
             kernel::pr_warn_once!(
                 "{}: {} ring: entries keep coming; draining later\n",
                 device,
                 what
             );
         }
+        Ok(())
     }
 
     /// The page directory, for the DSR.

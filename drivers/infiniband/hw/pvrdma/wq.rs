@@ -144,6 +144,35 @@ impl WorkQueue {
         self.wr_ids.get(slot as usize).copied()
     }
 
+    /// Whether work is outstanding: posted, and neither completed nor flushed.
+    pub(crate) fn has_unfinished(&self) -> bool {
+        self.posted != self.completed
+    }
+
+    /// Takes the oldest outstanding work request's `wr_id`, for a completion the driver makes
+    /// itself (a dead device completes nothing: its driver flushes what is outstanding).
+    pub(crate) fn take_unfinished(&mut self) -> Option<u64> {
+        if !self.has_unfinished() {
+            return None;
+        }
+        let slot = self.completed % self.slots;
+        self.completed = self.completed.wrapping_add(1);
+        self.wr_ids.get(slot as usize).copied()
+    }
+
+    /// Accepts the work request `wr_id` without handing it to the device, which is dead: it is
+    /// outstanding until [`WorkQueue::take_unfinished`] flushes it. Fails with `ENOMEM` if the
+    /// queue is full.
+    pub(crate) fn push_unsent(&mut self, wr_id: u64) -> Result {
+        if self.posted.wrapping_sub(self.completed) >= self.slots {
+            return Err(ENOMEM);
+        }
+        let slot = self.posted % self.slots;
+        *self.wr_ids.get_mut(slot as usize).ok_or(EINVAL)? = wr_id;
+        self.posted = self.posted.wrapping_add(1);
+        Ok(())
+    }
+
     fn prod(&self) -> usize {
         self.state + offset_of!(RingIndexes, prod_tail)
     }

@@ -14,7 +14,10 @@ use crate::{
 use core::sync::atomic::Ordering;
 use kernel::{
     prelude::*,
-    rdma::{self, PostError, QpState, QpType, RecvWrs, SendWrs, WrOpcode},
+    rdma::{
+        self, wc_opcode, wc_status, PostError, QpState, QpType, RecvWrs, SendWrs, WcSink,
+        WorkCompletion, WrOpcode,
+    },
     sync::SpinLockIrq,
 };
 
@@ -32,8 +35,11 @@ impl Qp {
         if !self.state().may_send() {
             return Err(refused(EINVAL));
         }
-        post_all(dev, self, UAR_QP_SEND, pdir, sq, wrs, |ring, pdir, wr| {
+        post_all(dev, self, UAR_QP_SEND, pdir, sq, wrs, |ring, pdir, wr, dead| {
             let hdr = send_wqe(self, wr)?;
+            if dead {
+                return ring.push_unsent(wr.wr_id());
+            }
             ring.push(pdir, wr.wr_id(), hdr, wr.sges())
         })
     }
@@ -54,13 +60,16 @@ impl Qp {
         if self.state() == QpState::Reset {
             return Err(refused(EINVAL));
         }
-        post_all(dev, self, UAR_QP_RECV, pdir, rq, wrs, |ring, pdir, wr| {
+        post_all(dev, self, UAR_QP_RECV, pdir, rq, wrs, |ring, pdir, wr, dead| {
             let hdr = RqWqeHdr {
                 // Set by `WorkQueue::push`.
                 wr_id: 0,
                 num_sge: u32::try_from(wr.num_sge()).map_err(|_| EINVAL)?,
                 total_len: 0,
             };
+            if dead {
+                return ring.push_unsent(wr.wr_id());
+            }
             ring.push(pdir, wr.wr_id(), hdr, wr.sges())
         })
     }
@@ -91,6 +100,10 @@ fn refused(error: Error) -> PostError {
 
 /// Writes one entry per work request into `queue` (with `push`) until one fails, then rings the
 /// QP's doorbell once with `doorbell`, so the device sees every entry written before the failure.
+///
+/// On a dead device (`push`'s last argument) the work requests are checked as usual but only
+/// recorded, and no doorbell rings: they are completed as flushed (see `crate::dead`), which is
+/// what consumers wait for, a drain's marker among them.
 fn post_all<W>(
     dev: &rdma::Device<IbDev>,
     qp: &Qp,
@@ -98,19 +111,74 @@ fn post_all<W>(
     pdir: &PageDir,
     queue: &SpinLockIrq<WorkQueue>,
     wrs: impl Iterator<Item = W>,
-    mut push: impl FnMut(&mut WorkQueue, &PageDir, &W) -> Result,
+    mut push: impl FnMut(&mut WorkQueue, &PageDir, &W, bool) -> Result,
 ) -> core::result::Result<(), PostError> {
+    let dead = dev.hw.is_dead();
     let mut ring = queue.lock();
     let mut result = Ok(());
     for (index, wr) in wrs.enumerate() {
-        if let Err(error) = push(&mut ring, pdir, &wr) {
+        if let Err(error) = push(&mut ring, pdir, &wr, dead) {
             result = Err(PostError { error, index });
             break;
         }
     }
     drop(ring);
-    dev.hw.ring_qp_doorbell(doorbell | qp.handle);
+    if !dead {
+        dev.hw.ring_qp_doorbell(doorbell | qp.handle);
+    }
     result
+}
+
+/// Completes the outstanding work of kernel QP `qp` that went to kernel CQ `cq_handle` with
+/// `WR_FLUSH_ERR`, as far as `sink` has room: a dead device completes nothing (see
+/// `crate::dead`). Only the `wr_id`, the status and the QP mean anything in a flushed
+/// completion (the opcode tells receives from sends).
+pub(crate) fn flush_unfinished(
+    qp: &rdma::Qp<IbDev>,
+    cq_handle: u32,
+    sink: &mut WcSink<'_, IbDev>,
+) {
+    let QpRings::Kernel { sq, rq, .. } = &qp.rings else {
+        return;
+    };
+    let queues = [
+        (Some(sq), qp.cqs.0, wc_opcode::SEND),
+        (rq.as_ref(), qp.cqs.1, wc_opcode::RECV),
+    ];
+    for (queue, cq, opcode) in queues {
+        let Some(queue) = queue.filter(|_| cq == cq_handle) else {
+            continue;
+        };
+        let mut queue = queue.lock();
+        while sink.has_room() {
+            let Some(wr_id) = queue.take_unfinished() else {
+                break;
+            };
+            let wc = WorkCompletion {
+                wr_id,
+                status: wc_status::WR_FLUSH_ERR,
+                opcode,
+                port_num: PORT,
+                ..Default::default()
+            };
+            sink.push_for(qp, &wc);
+        }
+    }
+}
+
+impl Qp {
+    /// Whether this kernel QP has outstanding work that a flush would complete on kernel CQ
+    /// `cq_handle` (on any CQ with `None`).
+    pub(crate) fn has_unfinished(&self, cq_handle: Option<u32>) -> bool {
+        let QpRings::Kernel { sq, rq, .. } = &self.rings else {
+            return false;
+        };
+        let on = |cq: u32| cq_handle.is_none_or(|h| h == cq);
+        (on(self.cqs.0) && sq.lock().has_unfinished())
+            || rq
+                .as_ref()
+                .is_some_and(|rq| on(self.cqs.1) && rq.lock().has_unfinished())
+    }
 }
 
 /// Builds the device's send WQE header for `wr`.
