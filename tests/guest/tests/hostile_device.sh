@@ -1,0 +1,247 @@
+#!/bin/sh
+# lab-about: the driver against a device that lies (the patched model's fault injection, tools/qemu patch 16), one fault at a time: async events and CQ notifications naming no object, an interrupt storm, a command answered with another command's response code, a stray kernel CQE of an unknown QP, capabilities out of range at probe, each survived with a clean error and the device carrying ibv_rc_pingpong or rping after it; then a fault that leaves the device untrustworthy (by default a kernel CQE with a wr_id never posted): the device is declared dead, IBV_EVENT_DEVICE_FATAL reaches user space, rping and ibv_rc_pingpong fail cleanly within their limits, and removal completes; dmesg free of oops/WARN/KASAN
+# lab-timeout: 600
+. "$LAB_DIR/lib.sh"
+
+# LAB_HOSTILE_FAULTS: the faults survived in turn (default: all of them, in
+# this order); LAB_HOSTILE_FATAL: the last fault, which kills the device
+# (cqe-bad-wr-id, cq-ring-index, async-ring-index, cq-notify-ring-index,
+# cmd-no-response; "none" for no such fault). A dead device is not told to
+# forget its objects, so one boot can take one such fault: on-demand runs
+# choose the others (Documentation/reliability.md).
+#
+# The C driver is run on the faults it survives, and on a command never
+# answered as one it survives (it has no dead state). Those it does not
+# survive (seen in on-demand runs: Documentation/reliability.md) would oops
+# the guest, read out of bounds or hang: the kernel CQE faults (it takes the
+# device's wr_id for the MAD layer's pointer, indexes its QP table with the
+# low 16 bits of any QP handle, and stops polling a CQ at an entry it cannot
+# use), capabilities out of range (it allocates what the device says).
+
+name=hostile_device
+if [ "$LAB_DRIVER" = c ]; then
+	survivable_default="stale-events irq-storm cmd-wrong-response cmd-no-response"
+	fatal_default=none
+else
+	survivable_default="stale-events irq-storm cmd-wrong-response cqe-unknown-qp caps"
+	fatal_default=cqe-bad-wr-id
+fi
+faults=${LAB_HOSTILE_FAULTS:-$survivable_default}
+fatal=${LAB_HOSTILE_FATAL:-$fatal_default}
+fault=/tmp/pvrdma_fault
+port=7700
+
+lab_build_test pvrdma_fault
+
+# mark: remembers where dmesg is, for slice.
+mark() {
+	dmesg_mark=$(dmesg | wc -l)
+}
+# slice FILE: the kernel messages since the last mark, into FILE.
+slice() {
+	dmesg | tail -n +"$((dmesg_mark + 1))" >"$1"
+}
+
+# arm KIND: arms fault KIND; fails the test if the model cannot inject it.
+arm() {
+	out=$LAB_RESULTS/fault-$1.txt
+	"$fault" "$1" >"$out" 2>&1 || lab_fail "$name: cannot arm $1: $(lab_tail "$out")"
+}
+
+# happened KIND SECONDS: fails unless the armed fault KIND happened within SECONDS.
+happened() {
+	"$fault" --wait "$2" >>"$LAB_RESULTS/fault-$1.txt" 2>&1 ||
+		lab_fail "$name: fault $1 did not happen within $2 s: $(lab_tail "$LAB_RESULTS/fault-$1.txt")"
+}
+
+# works WHAT: the device carries ibv_rc_pingpong after WHAT.
+works() {
+	port=$((port + 1))
+	lab_pingpong ibv_rc_pingpong 4096 50 "$port" --chk
+}
+
+# rping_ok WHAT: the device carries rping (rdma_cm, whose MADs go through the
+# kernel's GSI QP and CQ) after WHAT.
+rping_ok() {
+	port=$((port + 1))
+	srv=$LAB_RESULTS/rping-$port-server.log
+	cli=$LAB_RESULTS/rping-$port-client.log
+	lab_server_start 120 "$srv" rping -s -v -V -a "$LAB_IP" -p "$port" -C 10 -S 64
+	lab_wait_listen cm "$port" 60 "rping after $1" "$srv"
+	lab_client_run 120 "$cli" rping -c -v -V -a "$LAB_IP" -p "$port" -C 10 -S 64
+	lab_check_pair "rping after $1" 120 "$srv" "$cli"
+	pings=$(grep -c "^ping data: rdma-ping-[0-9]*: " "$cli")
+	[ "$pings" -eq 10 ] || lab_fail "$name: rping after $1: $pings pings, not 10: $(lab_tail "$cli")"
+}
+
+# checked KIND: the kernel messages of fault KIND (since the mark) hold no report.
+checked() {
+	slice "$LAB_RESULTS/dmesg-$1.txt"
+	lab_dmesg_check "$LAB_RESULTS/dmesg-$1.txt" "$name: fault $1"
+}
+
+# expect_dmesg KIND PATTERN WHAT: the driver said PATTERN about fault KIND.
+expect_dmesg() {
+	grep -qE "$2" "$LAB_RESULTS/dmesg-$1.txt" ||
+		lab_fail "$name: fault $1: no kernel message matching '$2' ($3): $(lab_tail "$LAB_RESULTS/dmesg-$1.txt")"
+}
+
+survived=
+for kind in $faults; do
+	mark
+	case $kind in
+	stale-events)
+		# QP_FATAL, CQ_ERR, SRQ_LIMIT_REACHED and a CQ notification for handles
+		# no object has: nothing to deliver them to.
+		arm "$kind"
+		happened "$kind" 10
+		sleep 1
+		works "$kind"
+		;;
+	irq-storm)
+		# Interrupts on every vector with nothing behind them, while traffic runs.
+		arm "$kind"
+		happened "$kind" 10
+		works "$kind"
+		sleep 2
+		works "the end of the $kind"
+		;;
+	cmd-wrong-response)
+		# The next command (ibv_devinfo's port query) fails, cleanly; the next one works.
+		arm "$kind"
+		timeout 60 ibv_devinfo -v -d "$LAB_DEV" >"$LAB_RESULTS/devinfo-$kind.txt" 2>&1
+		lab_note "$kind: ibv_devinfo exited $? (one command was answered wrongly)"
+		happened "$kind" 10
+		works "$kind"
+		;;
+	cmd-no-response)
+		# For the C driver, which has no dead state: the command times out (10 s),
+		# the next one works. (The Rust driver declares the device dead: see below.)
+		arm "$kind"
+		timeout 60 ibv_devinfo -v -d "$LAB_DEV" >"$LAB_RESULTS/devinfo-$kind.txt" 2>&1
+		status=$?
+		[ "$status" -ne 124 ] && [ "$status" -ne 137 ] || lab_fail "$name: $kind: ibv_devinfo hung"
+		lab_note "$kind: ibv_devinfo exited $status (one command never answered)"
+		happened "$kind" 10
+		works "$kind"
+		;;
+	cqe-unknown-qp)
+		# A stray completion before a MAD completion of the kernel's GSI QP.
+		arm "$kind"
+		rping_ok "$kind"
+		happened "$kind" 1
+		;;
+	caps)
+		# Probe against capabilities out of range: refused; then a clean probe.
+		out=$LAB_RESULTS/caps-modules.txt
+		timeout 60 rmmod "$LAB_MODULE_NAME" >"$out" 2>&1
+		lab_check_exit "$kind: rmmod $LAB_MODULE_NAME" $? "$out" 60
+		arm "$kind"
+		timeout 60 insmod "$LAB_MODULE" >>"$out" 2>&1
+		lab_check_exit "$kind: insmod $LAB_MODULE" $? "$out" 60
+		happened "$kind" 10
+		sleep 2
+		left=$(lab_first_device)
+		[ -z "$left" ] || lab_fail "$name: $kind: RDMA device $left registered with capabilities out of range"
+		timeout 60 rmmod "$LAB_MODULE_NAME" >>"$out" 2>&1
+		lab_check_exit "$kind: rmmod after the refused probe" $? "$out" 60
+		timeout 60 insmod "$LAB_MODULE" >>"$out" 2>&1
+		lab_check_exit "$kind: insmod again" $? "$out" 60
+		lab_wait_device 60 || lab_fail "$name: $kind: after a clean probe: $LAB_WAIT_FAILURE"
+		works "$kind"
+		;;
+	*) lab_fail "$name: unknown survivable fault '$kind'" ;;
+	esac
+	checked "$kind"
+	case $kind in
+	cqe-unknown-qp) [ "$LAB_DRIVER" = c ] || expect_dmesg "$kind" "dropped a completion of QP handle 0xfffffff0" "the stray completion" ;;
+	cmd-wrong-response) expect_dmesg "$kind" "unexpected response|unknown response" "the wrong response" ;;
+	caps) expect_dmesg "$kind" "ports|GID|UAR|caps|capabilit" "the refused probe" ;;
+	esac
+	survived="$survived $kind"
+done
+lab_summary "survived, the device working after each:${survived:- none}"
+
+[ "$fatal" = none ] && exit 0
+
+# --- A fault the device does not come back from -----------------------------------------
+kind=$fatal
+stop_pids=
+mark
+watch_log=$LAB_RESULTS/asyncwatch.log
+timeout -k 5 300 stdbuf -oL ibv_asyncwatch -d "$LAB_DEV" >"$watch_log" 2>&1 &
+watch=$!
+sleep 1
+lab_alive "$watch" || lab_fail "$name: ibv_asyncwatch exited at once: $(lab_tail "$watch_log")"
+
+arm "$kind"
+case $kind in
+cqe-bad-wr-id | cq-ring-index)
+	# rdma_cm's MADs give the kernel's GSI QP completions: the first one (the
+	# client's connection request sent) lies. rping would then wait for rdma_cm's
+	# response timeout (about 80 s); it is stopped once the device is dead, which
+	# destroys its rdma_cm ID with MADs outstanding (rdma_cm waits for their
+	# completions: without the flush, for ever).
+	trigger="an rping connection (rdma_cm MADs)"
+	port=$((port + 1))
+	srv=$LAB_RESULTS/fatal-rping-server.log
+	cli=$LAB_RESULTS/fatal-rping-client.log
+	lab_server_start 120 "$srv" rping -s -v -a "$LAB_IP" -p "$port" -C 10 -S 64
+	lab_wait_listen cm "$port" 60 "rping with $kind armed" "$srv"
+	timeout -k 5 120 stdbuf -oL rping -c -v -a "$LAB_IP" -p "$port" -C 10 -S 64 >"$cli" 2>&1 </dev/null &
+	stop_pids="$! $LAB_SERVER_PID"
+	;;
+async-ring-index | cq-notify-ring-index)
+	trigger="the interrupt that came with it"
+	;;
+cmd-no-response)
+	# ibv_devinfo's port query waits for the command timeout (10 s).
+	trigger="ibv_devinfo's port query"
+	timeout 60 ibv_devinfo -v -d "$LAB_DEV" >"$LAB_RESULTS/devinfo-$kind.txt" 2>&1
+	status=$?
+	[ "$status" -ne 124 ] && [ "$status" -ne 137 ] || lab_fail "$name: $kind: ibv_devinfo hung"
+	;;
+*) lab_fail "$name: unknown fatal fault '$kind'" ;;
+esac
+happened "$kind" 30
+
+# The device is dead: user space heard it, and new work fails at once.
+n=150
+while ! grep -q IBV_EVENT_DEVICE_FATAL "$watch_log"; do
+	n=$((n - 1))
+	[ "$n" -gt 0 ] || lab_fail "$name: $kind: no IBV_EVENT_DEVICE_FATAL within 30 s of $trigger: $(lab_tail "$watch_log")"
+	sleep 0.2
+done
+out=$LAB_RESULTS/dead-pingpong.log
+timeout -k 5 60 ibv_rc_pingpong -d "$LAB_DEV" -g "$LAB_GID_INDEX" -p $((port + 1)) >"$out" 2>&1
+status=$?
+case $status in
+0) lab_fail "$name: $kind: ibv_rc_pingpong server ran on a dead device: $(lab_tail "$out")" ;;
+124 | 137) lab_fail "$name: $kind: ibv_rc_pingpong hung on a dead device: $(lab_tail "$out")" ;;
+esac
+kill "$watch" 2>/dev/null
+wait "$watch"
+
+# Processes that used the device exit when told, within 30 s: nothing waits for
+# the dead device in the kernel.
+if [ -n "$stop_pids" ]; then
+	# shellcheck disable=SC2086 # a list of PIDs
+	kill $stop_pids 2>/dev/null
+	n=150
+	for pid in $stop_pids; do
+		while lab_alive "$pid"; do
+			n=$((n - 1))
+			if [ "$n" -le 0 ]; then
+				child=$(pgrep -P "$pid" | head -n 1)
+				lab_fail "$name: $kind: a process of $trigger did not exit within 30 s of SIGTERM: $(cat "/proc/${child:-$pid}/stack" 2>&1 | tr '\n' ' ')"
+			fi
+			sleep 0.2
+		done
+		wait "$pid"
+	done
+	lab_note "$kind: the rping client and server exited on SIGTERM ($(lab_tail "$cli"))"
+fi
+checked "$kind"
+expect_dmesg "$kind" "declaring the device dead" "the verdict"
+lab_note "$kind: $(grep -m 1 'declaring the device dead' "$LAB_RESULTS/dmesg-$kind.txt")"
+lab_summary "fatal $kind after $trigger: device declared dead, IBV_EVENT_DEVICE_FATAL delivered, ibv_rc_pingpong refused (exit $status); removal is the teardown's"

@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * pvrdma_fault: arms a fault of the patched device model's fault injection
+ * (tools/qemu/patches/0016): the device misbehaves once, at the next
+ * occasion for the kind. It writes the kind to the fault register (BAR 1,
+ * offset 0x38) through the PCI function's sysfs resource file, which works
+ * whether a driver is bound or not.
+ *
+ *   pvrdma_fault KIND        arm KIND (a name below)
+ *   pvrdma_fault --wait SEC  wait up to SEC seconds for the armed fault to
+ *                            happen (the register reads 0); exit 1 if not
+ *   pvrdma_fault --pending   print the pending kind's number
+ *
+ * The stock model has no such register: it keeps what is written there, so
+ * a fault reads back pending for ever (--wait fails) and nothing happens.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#define REG_FAULT 0x38
+#define BAR1_MAP 4096
+
+/* The kinds, numbered as the device model's PVRDMA_FAULT_* */
+static const char *const kinds[] = {
+	[1] = "cqe-unknown-qp",
+	[2] = "cqe-bad-wr-id",
+	[3] = "cq-ring-index",
+	[4] = "async-ring-index",
+	[5] = "cq-notify-ring-index",
+	[6] = "cmd-no-response",
+	[7] = "cmd-wrong-response",
+	[8] = "irq-storm",
+	[9] = "stale-events",
+	[10] = "caps",
+};
+#define NKINDS (sizeof(kinds) / sizeof(kinds[0]))
+
+static int read_hex(const char *dir, const char *file, unsigned long *val)
+{
+	char path[512], buf[32];
+	FILE *f;
+	int ok;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	ok = fgets(buf, sizeof(buf), f) != NULL;
+	fclose(f);
+	if (!ok)
+		return -1;
+	*val = strtoul(buf, NULL, 16);
+	return 0;
+}
+
+/* Maps BAR 1 of the first pvrdma function (15ad:0820). */
+static volatile uint32_t *map_regs(void)
+{
+	const char *base = "/sys/bus/pci/devices";
+	char dir[512], path[600];
+	struct dirent *e;
+	unsigned long vendor, device;
+	void *map;
+	DIR *d;
+	int fd;
+
+	d = opendir(base);
+	if (!d) {
+		perror(base);
+		exit(2);
+	}
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(dir, sizeof(dir), "%s/%s", base, e->d_name);
+		if (read_hex(dir, "vendor", &vendor) || read_hex(dir, "device", &device))
+			continue;
+		if (vendor != 0x15ad || device != 0x0820)
+			continue;
+		closedir(d);
+		snprintf(path, sizeof(path), "%s/resource1", dir);
+		fd = open(path, O_RDWR | O_SYNC);
+		if (fd < 0) {
+			perror(path);
+			exit(2);
+		}
+		map = mmap(NULL, BAR1_MAP, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		close(fd);
+		if (map == MAP_FAILED) {
+			perror("mmap resource1");
+			exit(2);
+		}
+		return map;
+	}
+	closedir(d);
+	fprintf(stderr, "no pvrdma device (15ad:0820)\n");
+	exit(2);
+}
+
+static unsigned int kind_of(const char *name)
+{
+	for (unsigned int i = 1; i < NKINDS; i++)
+		if (kinds[i] && !strcmp(kinds[i], name))
+			return i;
+	fprintf(stderr, "unknown fault '%s'; one of:", name);
+	for (unsigned int i = 1; i < NKINDS; i++)
+		fprintf(stderr, " %s", kinds[i]);
+	fprintf(stderr, "\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	volatile uint32_t *regs;
+	unsigned int kind;
+	uint32_t pending;
+
+	if (argc < 2) {
+		fprintf(stderr, "usage: %s KIND | --wait SECONDS | --pending\n", argv[0]);
+		return 2;
+	}
+	if (!strcmp(argv[1], "--pending")) {
+		regs = map_regs();
+		printf("%u\n", regs[REG_FAULT / 4]);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--wait")) {
+		long ms = argc > 2 ? atol(argv[2]) * 1000 : 10000;
+		struct timespec tick = { 0, 10 * 1000 * 1000 };
+
+		regs = map_regs();
+		for (; ms > 0; ms -= 10) {
+			pending = regs[REG_FAULT / 4];
+			if (!pending) {
+				printf("fault happened\n");
+				return 0;
+			}
+			nanosleep(&tick, NULL);
+		}
+		printf("fault %u still pending\n", regs[REG_FAULT / 4]);
+		return 1;
+	}
+	kind = kind_of(argv[1]);
+	regs = map_regs();
+	regs[REG_FAULT / 4] = kind;
+	pending = regs[REG_FAULT / 4];
+	/* The faults that happen at once read back as 0 already. */
+	if (pending != kind && pending != 0) {
+		fprintf(stderr, "fault register reads %u after writing %u: no fault injection\n",
+			pending, kind);
+		return 1;
+	}
+	printf("armed %s (%u)%s\n", kinds[kind], kind, pending ? "" : ", happened at once");
+	return 0;
+}
