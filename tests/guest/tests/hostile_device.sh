@@ -16,11 +16,11 @@
 # the guest, read out of bounds or hang: the kernel CQE faults (it takes the
 # device's wr_id for the MAD layer's pointer, indexes its QP table with the
 # low 16 bits of any QP handle, and stops polling a CQ at an entry it cannot
-# use), capabilities out of range (it allocates what the device says).
+# use).
 
 name=hostile_device
 if [ "$LAB_DRIVER" = c ]; then
-	survivable_default="stale-events irq-storm cmd-wrong-response cmd-no-response"
+	survivable_default="stale-events irq-storm cmd-wrong-response cmd-no-response caps"
 	fatal_default=none
 else
 	survivable_default="stale-events irq-storm cmd-wrong-response cqe-unknown-qp caps"
