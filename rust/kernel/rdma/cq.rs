@@ -74,7 +74,8 @@ impl<T: Operations> Cq<T> {
     pub fn complete_unsolicited(&self) {
         // SAFETY: The CQ is live (type invariant); the core sets `poll_ctx` before the CQ is used
         // and does not change it.
-        let direct = unsafe { (*self.as_raw()).poll_ctx } == bindings::ib_poll_context_IB_POLL_DIRECT;
+        let direct =
+            unsafe { (*self.as_raw()).poll_ctx } == bindings::ib_poll_context_IB_POLL_DIRECT;
         if !direct {
             self.complete();
         }

@@ -19,10 +19,7 @@
 //! that per object).
 
 use crate::{
-    abi::{
-        CmdHdr, RespHdr, CMD_REQ_SIZE, CMD_RESP_SIZE, REGS_SIZE, REG_ERR,
-        REG_REQUEST,
-    },
+    abi::{CmdHdr, RespHdr, CMD_REQ_SIZE, CMD_RESP_SIZE, REGS_SIZE, REG_ERR, REG_REQUEST},
     mem::{alloc_page, DmaPage, SharedBytes},
 };
 use core::{

@@ -35,13 +35,21 @@ impl Qp {
         if !self.state().may_send() {
             return Err(refused(EINVAL));
         }
-        post_all(dev, self, UAR_QP_SEND, pdir, sq, wrs, |ring, pdir, wr, dead| {
-            let hdr = send_wqe(self, wr)?;
-            if dead {
-                return ring.push_unsent(wr.wr_id());
-            }
-            ring.push(pdir, wr.wr_id(), hdr, wr.sges())
-        })
+        post_all(
+            dev,
+            self,
+            UAR_QP_SEND,
+            pdir,
+            sq,
+            wrs,
+            |ring, pdir, wr, dead| {
+                let hdr = send_wqe(self, wr)?;
+                if dead {
+                    return ring.push_unsent(wr.wr_id());
+                }
+                ring.push(pdir, wr.wr_id(), hdr, wr.sges())
+            },
+        )
     }
 
     /// Posts receive work requests to a kernel QP (see [`rdma::Operations::post_recv`]).
@@ -60,18 +68,26 @@ impl Qp {
         if self.state() == QpState::Reset {
             return Err(refused(EINVAL));
         }
-        post_all(dev, self, UAR_QP_RECV, pdir, rq, wrs, |ring, pdir, wr, dead| {
-            let hdr = RqWqeHdr {
-                // Set by `WorkQueue::push`.
-                wr_id: 0,
-                num_sge: u32::try_from(wr.num_sge()).map_err(|_| EINVAL)?,
-                total_len: 0,
-            };
-            if dead {
-                return ring.push_unsent(wr.wr_id());
-            }
-            ring.push(pdir, wr.wr_id(), hdr, wr.sges())
-        })
+        post_all(
+            dev,
+            self,
+            UAR_QP_RECV,
+            pdir,
+            rq,
+            wrs,
+            |ring, pdir, wr, dead| {
+                let hdr = RqWqeHdr {
+                    // Set by `WorkQueue::push`.
+                    wr_id: 0,
+                    num_sge: u32::try_from(wr.num_sge()).map_err(|_| EINVAL)?,
+                    total_len: 0,
+                };
+                if dead {
+                    return ring.push_unsent(wr.wr_id());
+                }
+                ring.push(pdir, wr.wr_id(), hdr, wr.sges())
+            },
+        )
     }
 
     /// The caller's `wr_id` of the completion `cqe` that kernel CQ `cq_handle` holds for `qp`, after
@@ -133,11 +149,7 @@ fn post_all<W>(
 /// `WR_FLUSH_ERR`, as far as `sink` has room: a dead device completes nothing (see
 /// `crate::dead`). Only the `wr_id`, the status and the QP mean anything in a flushed
 /// completion (the opcode tells receives from sends).
-pub(crate) fn flush_unfinished(
-    qp: &rdma::Qp<IbDev>,
-    cq_handle: u32,
-    sink: &mut WcSink<'_, IbDev>,
-) {
+pub(crate) fn flush_unfinished(qp: &rdma::Qp<IbDev>, cq_handle: u32, sink: &mut WcSink<'_, IbDev>) {
     let QpRings::Kernel { sq, rq, .. } = &qp.rings else {
         return;
     };
