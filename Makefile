@@ -16,6 +16,7 @@
 #   DRIVERS  c (vmw_pvrdma) and/or rust (pvrdma)
 #   TESTS    names from `tools/target/release/pvrdma-lab list`; empty: all
 #   KERNEL_DEBUG=1  on the debug kernel (KASAN, KFENCE, UBSAN, ...) instead of the lab's
+#   JOBS=N   guests at once (default: one per CPU; `make bench` runs one at a time)
 # The test kernel is trixie-backports' Linux 7.3 with rust/ overlaid (the
 # abstractions the driver in drivers/ is built on). Everything slow (test
 # kernel, patched QEMU) is cached outside the checkout in $(PVRDMA_CACHE).
@@ -67,7 +68,9 @@ TIME_FACTOR ?= $(if $(filter 1,$(KERNEL_DEBUG)),3,1)
 # LAB_ENV="LAB_FUZZ_ROUNDS=200 LAB_FUZZ_SEED=7": variables the guest's tests read, for an
 # on-demand run with a larger budget (each test's header says which it reads).
 LAB_ENV ?=
-RUN_SETTINGS = --guest-env "$(LAB_ENV)" --time-factor $(TIME_FACTOR)
+# JOBS=N: guests run at once (default: the runner's, one per CPU as memory allows).
+JOBS ?=
+RUN_SETTINGS = --guest-env "$(LAB_ENV)" --time-factor $(TIME_FACTOR) $(if $(JOBS),--jobs $(JOBS))
 TESTS ?=
 LAB_TESTS ?= ibv_rc_pingpong,rping
 LAB_MODELS ?= $(MODELS)

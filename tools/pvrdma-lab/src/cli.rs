@@ -9,7 +9,7 @@ use crate::model::DeviceModel;
 pub const USAGE: &str = "\
 usage: pvrdma-lab run [--models patched,stock] [--drivers c,rust]
                       [--tests NAME,...] [--results DIR] [--kernel DIR]
-                      [--keep-going] [--run-not-applicable]
+                      [--keep-going] [--run-not-applicable] [--jobs N]
                       [--qemu-stock PATH] [--qemu-patched PATH]
                       [--mux PATH] [--verbs-lib PATH] [--rust-module PATH]
        pvrdma-lab list
@@ -29,6 +29,9 @@ run   boots one fresh QEMU (with a fresh pvrdma-mux) per device model, driver
                      PVRDMA_CACHE defaulting to ~/.cache/pvrdma-rs)
       --keep-going   run every test even after one failed (default: stop at
                      the first failure and skip the rest)
+      --jobs         guests to run at once (default: one per CPU, as many as
+                     the memory holds at 1.5 GiB each); results are printed
+                     as the guests end, the longest tests start first
       --run-not-applicable
                      also run the tests a device model cannot pass (listed
                      with their reason in the runner's known.rs; skipped by
@@ -114,6 +117,8 @@ pub struct RunOptions {
     pub guest_env: Vec<String>,
     /// `--time-factor N`: every test's time limit multiplied by N (a slower kernel).
     pub time_factor: Option<u64>,
+    /// `--jobs N`: guests run at once; the runner's default when not given.
+    pub jobs: Option<usize>,
 }
 
 /// Options of `pvrdma-lab bench-report`.
@@ -229,6 +234,10 @@ fn parse_run(args: &[String]) -> Result<RunOptions, String> {
                     ))
                 }
             },
+            "--jobs" => match value.parse::<usize>() {
+                Ok(n @ 1..=64) => options.jobs = Some(n),
+                _ => return Err(format!("--jobs: '{value}' is not a number from 1 to 64")),
+            },
             _ => options.rust_module = path()?,
         }
     }
@@ -280,6 +289,7 @@ const KNOWN_VALUE_OPTIONS: &[&str] = &[
     "--rust-module",
     "--guest-env",
     "--time-factor",
+    "--jobs",
 ];
 
 /// Whether `assignment` can go to the guest as `lab.env.NAME=VALUE` on its kernel command
@@ -407,6 +417,21 @@ mod tests {
         assert!(parse(&args("run --guest-env init=/bin/sh")).is_err());
         assert!(parse(&args("run --time-factor 0")).is_err());
         assert!(parse(&args("run --time-factor many")).is_err());
+    }
+
+    #[test]
+    fn jobs() {
+        let Ok(Command::Run(o)) = parse(&args("run --jobs 3")) else {
+            panic!("run --jobs 3 refused");
+        };
+        assert_eq!(o.jobs, Some(3));
+        let Ok(Command::Run(o)) = parse(&args("run")) else {
+            panic!("run refused");
+        };
+        assert_eq!(o.jobs, None);
+        assert!(parse(&args("run --jobs 0")).is_err());
+        assert!(parse(&args("run --jobs=")).is_err());
+        assert!(parse(&args("run --jobs two")).is_err());
     }
 
     #[test]

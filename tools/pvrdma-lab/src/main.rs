@@ -13,6 +13,7 @@ mod layout;
 mod matrix;
 mod model;
 mod mux;
+mod pool;
 mod qemu;
 mod reference_bugs;
 mod run_error;
@@ -21,6 +22,7 @@ mod signals;
 mod tap;
 mod verdict;
 
+use std::ops::ControlFlow;
 use std::path::Path;
 use std::process::{Command, ExitCode, Stdio};
 
@@ -222,14 +224,24 @@ struct Run<'a> {
     test: &'a GuestTest,
 }
 
+/// A test that ran: its TAP result and the lines to print under it.
+struct Finished {
+    result: TapResult,
+    comments: Vec<String>,
+}
+
 impl Run<'_> {
-    /// Runs the test, prints its TAP line (named `name`) and what it noted;
-    /// returns its result, or the signal that interrupted it.
-    fn report(&self, tap: &mut Reporter, name: &str) -> Result<TapResult, i32> {
-        tap.comment(&format!(
+    /// The line announcing the test when it starts.
+    fn announcement(&self, name: &str) -> String {
+        format!(
             "running {name} (limit {} s + guest overhead)",
             self.test.timeout_secs
-        ));
+        )
+    }
+
+    /// Runs the test; returns its result and what it noted, or the signal that
+    /// interrupted it.
+    fn execute(&self) -> Result<Finished, i32> {
         let dir = self
             .layout
             .results
@@ -247,9 +259,10 @@ impl Run<'_> {
             Ok(outcome) => outcome,
             Err(RunError::Interrupted(signum)) => return Err(signum),
             Err(RunError::Failed(why)) => {
-                let result = TapResult::Fail(format!("lab: {why}"));
-                tap.result(name, &result);
-                return Ok(result);
+                return Ok(Finished {
+                    result: TapResult::Fail(format!("lab: {why}")),
+                    comments: Vec::new(),
+                })
             }
         };
         let mut result =
@@ -263,19 +276,40 @@ impl Run<'_> {
                 passed: false,
             };
         }
-        tap.result(name, &result);
-        tap.comment(&format!(
+        let mut comments = vec![format!(
             "  boot {} (guest uptime at init start), test {}, wall {:.1} s; logs: {}",
             seconds(outcome.boot_secs),
             seconds(outcome.test_secs),
             outcome.wall.as_secs_f64(),
             dir.display()
-        ));
-        for note in &outcome.notes {
-            tap.comment(&format!("  {note}"));
-        }
-        Ok(result)
+        )];
+        comments.extend(outcome.notes.iter().map(|note| format!("  {note}")));
+        Ok(Finished { result, comments })
     }
+}
+
+/// One line of the plan: a test to run, or a result known without running it.
+struct Entry<'a> {
+    name: String,
+    work: Result<Run<'a>, TapResult>,
+}
+
+/// The order in which the plan's runnable entries start: longest time limit
+/// first (a stand-in for the longest test), so that parallel guests do not end
+/// the run waiting on one long test; the plan's order among equals.
+fn start_order(entries: &[Entry]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..entries.len())
+        .filter(|&i| entries[i].work.is_ok())
+        .collect();
+    order.sort_by_key(|&i| {
+        std::cmp::Reverse(
+            entries[i]
+                .work
+                .as_ref()
+                .map_or(0, |run| run.test.timeout_secs),
+        )
+    });
+    order
 }
 
 /// `pvrdma-lab run`.
@@ -339,56 +373,110 @@ fn run(options: &RunOptions) -> ExitCode {
     }
     tap.comment(&format!("results: {}", layout.results.display()));
 
-    let mut stopped = false;
+    let mut entries = Vec::new();
     for &model in &models {
         for &driver in &drivers {
             let module = driver_module(&layout, driver);
             for test in &tests {
                 let name = format!("{}/{}/{}", model.name(), driver.name(), test.name);
-                if stopped {
-                    tap.result(
-                        &name,
-                        &TapResult::Skip(
-                            "not run: an earlier test failed (--keep-going runs every test)".into(),
-                        ),
-                    );
-                    continue;
-                }
-                let module = match &module {
-                    Err(result) => {
-                        stopped = matches!(result, TapResult::Fail(_)) && !options.keep_going;
-                        tap.result(&name, result);
-                        continue;
+                let work = match (&module, known::not_applicable(model, &test.name)) {
+                    (Err(result), _) => Err(result.clone()),
+                    (Ok(_), Some(entry)) if !options.run_not_applicable => {
+                        Err(known::skip_result(entry))
                     }
-                    Ok(module) => *module,
+                    (Ok(module), _) => Ok(Run {
+                        layout: &layout,
+                        model,
+                        driver,
+                        module,
+                        test,
+                    }),
                 };
-                if let Some(entry) = known::not_applicable(model, &test.name) {
-                    if !options.run_not_applicable {
-                        tap.result(&name, &known::skip_result(entry));
-                        continue;
-                    }
-                }
-                let run = Run {
-                    layout: &layout,
-                    model,
-                    driver,
-                    module,
-                    test,
-                };
-                match run.report(&mut tap, &name) {
-                    Ok(result) => {
-                        stopped = matches!(result, TapResult::Fail(_)) && !options.keep_going;
-                    }
-                    Err(signum) => {
-                        tap.bail_out(&format!(
-                            "interrupted by signal {signum} during {name}; its QEMU and mux were killed"
-                        ));
-                        tap.finish();
-                        return ExitCode::from(EXIT_INTERRUPTED);
-                    }
-                }
+                entries.push(Entry { name, work });
             }
         }
+    }
+    let workers = options.jobs.unwrap_or_else(pool::default_workers);
+    tap.comment(&format!("guests at once: {workers}"));
+
+    // Results known without a guest come first; a missing C module is a failure
+    // that stops the run unless --keep-going.
+    let mut stopped = false;
+    for entry in &entries {
+        if let Err(result) = &entry.work {
+            tap.result(&entry.name, result);
+            stopped |= matches!(result, TapResult::Fail(_)) && !options.keep_going;
+        }
+    }
+    let order = if stopped {
+        Vec::new()
+    } else {
+        start_order(&entries)
+    };
+    let not_run: Vec<usize> = if stopped {
+        (0..entries.len())
+            .filter(|&i| entries[i].work.is_ok())
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let mut interrupted = None;
+    let never_started = pool::run(
+        &entries,
+        order,
+        workers,
+        |entry| match &entry.work {
+            Ok(run) => run.execute(),
+            Err(result) => Ok(Finished {
+                result: result.clone(),
+                comments: Vec::new(),
+            }),
+        },
+        |event| match event {
+            pool::Event::Started(i) => {
+                if let Ok(run) = &entries[i].work {
+                    tap.comment(&run.announcement(&entries[i].name));
+                }
+                ControlFlow::Continue(())
+            }
+            pool::Event::Finished(i, Ok(finished)) => {
+                tap.result(&entries[i].name, &finished.result);
+                for comment in &finished.comments {
+                    tap.comment(comment);
+                }
+                if matches!(finished.result, TapResult::Fail(_)) && !options.keep_going {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
+            }
+            pool::Event::Finished(i, Err(signum)) => {
+                interrupted.get_or_insert((signum, entries[i].name.clone()));
+                ControlFlow::Break(())
+            }
+        },
+    );
+    if let Some(signum) = interrupted
+        .as_ref()
+        .map(|(s, _)| *s)
+        .or_else(signals::received)
+    {
+        let during = interrupted.map_or(String::new(), |(_, name)| format!(" during {name}"));
+        tap.bail_out(&format!(
+            "interrupted by signal {signum}{during}; the running guests' QEMU and mux were killed"
+        ));
+        tap.finish();
+        return ExitCode::from(EXIT_INTERRUPTED);
+    }
+    let mut unstarted: Vec<usize> = never_started.into_iter().chain(not_run).collect();
+    unstarted.sort_unstable();
+    for i in unstarted {
+        tap.result(
+            &entries[i].name,
+            &TapResult::Skip(
+                "not run: an earlier test failed (--keep-going runs every test)".into(),
+            ),
+        );
     }
     tap.comment(&format!("results: {}", layout.results.display()));
     tap.finish();

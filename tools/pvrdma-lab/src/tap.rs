@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use crate::matrix::Matrix;
 
 /// How one test ended, as TAP reports it.
-#[derive(Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum TapResult {
     /// `ok N - name`.
     Pass,
