@@ -1,5 +1,5 @@
 #!/bin/sh
-# lab-about: the driver against a device that lies (the patched model's fault injection, tools/qemu patch 16), one fault at a time: async events and CQ notifications naming no object, an interrupt storm, a command answered with another command's response code, a stray kernel CQE of an unknown QP, capabilities out of range at probe, each survived with a clean error and the device carrying ibv_rc_pingpong or rping after it; then a fault that leaves the device untrustworthy (by default a kernel CQE with a wr_id never posted): the device is declared dead, IBV_EVENT_DEVICE_FATAL reaches user space, rping and ibv_rc_pingpong fail cleanly within their limits, and removal completes; dmesg free of oops/WARN/KASAN
+# lab-about: the driver against a device that lies (the patched model's fault injection, tools/qemu patch 16), one fault at a time: async events and CQ notifications naming no object, an interrupt storm, a command answered with another command's response code, a stray kernel CQE of an unknown QP, capabilities out of range at probe, each survived with a clean error (the Rust driver counting the stale events and the wrong response in its hardware counters) and the device carrying ibv_rc_pingpong or rping after it; then a fault that leaves the device untrustworthy (by default a kernel CQE with a wr_id never posted): the device is declared dead, IBV_EVENT_DEVICE_FATAL reaches user space, rping and ibv_rc_pingpong fail cleanly within their limits, and removal completes; dmesg free of oops/WARN/KASAN
 # lab-timeout: 600
 . "$LAB_DIR/lib.sh"
 
@@ -86,9 +86,34 @@ expect_dmesg() {
 		lab_fail "$name: fault $1: no kernel message matching '$2' ($3): $(lab_tail "$LAB_RESULTS/dmesg-$1.txt")"
 }
 
+# counter NAME: the Rust driver's hardware counter NAME (nothing for the C
+# driver, which keeps none).
+counter() {
+	counter_file=/sys/class/infiniband/$LAB_DEV/ports/1/hw_counters/$1
+	[ -r "$counter_file" ] && cat "$counter_file"
+}
+
+# counted KIND NAME BEFORE: the Rust driver's counter NAME grew past BEFORE
+# during fault KIND (what the driver dropped or refused, it counted).
+counted() {
+	[ "$LAB_DRIVER" = rust ] || return 0
+	after=$(counter "$2")
+	for value in "$3" "$after"; do
+		case "$value" in
+		"" | *[!0-9]*) lab_fail "$name: fault $1: hardware counter $2 unreadable (before: '$3', after: '$after')" ;;
+		esac
+	done
+	[ "$after" -gt "$3" ] || lab_fail "$name: fault $1: hardware counter $2 stayed at $3"
+	lab_note "$1: $2 +$((after - $3))"
+	counts="${counts:+$counts, }$2 +$((after - $3)) ($1)"
+}
+
 survived=
+counts=
 for kind in $faults; do
 	mark
+	stale_before=$(counter stale_events)
+	errors_before=$(counter command_errors)
 	case $kind in
 	stale-events)
 		# QP_FATAL, CQ_ERR, SRQ_LIMIT_REACHED and a CQ notification for handles
@@ -154,13 +179,20 @@ for kind in $faults; do
 	esac
 	checked "$kind"
 	case $kind in
-	cqe-unknown-qp) [ "$LAB_DRIVER" = c ] || expect_dmesg "$kind" "dropped a completion of QP handle 0xfffffff0" "the stray completion" ;;
-	cmd-wrong-response) expect_dmesg "$kind" "unexpected response|unknown response" "the wrong response" ;;
+	stale-events) counted "$kind" stale_events "$stale_before" ;;
+	cqe-unknown-qp)
+		[ "$LAB_DRIVER" = c ] || expect_dmesg "$kind" "dropped a completion of QP handle 0xfffffff0" "the stray completion"
+		counted "$kind" stale_events "$stale_before"
+		;;
+	cmd-wrong-response)
+		expect_dmesg "$kind" "unexpected response|unknown response" "the wrong response"
+		counted "$kind" command_errors "$errors_before"
+		;;
 	caps) expect_dmesg "$kind" "ports|GID|UAR|caps|capabilit" "the refused probe" ;;
 	esac
 	survived="$survived $kind"
 done
-lab_summary "survived, the device working after each:${survived:- none}"
+lab_summary "survived, the device working after each:${survived:- none}${counts:+; counted: $counts}"
 
 [ "$fatal" = none ] && exit 0
 

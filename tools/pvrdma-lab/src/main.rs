@@ -396,6 +396,9 @@ fn run(options: &RunOptions) -> ExitCode {
             }
         }
     }
+    for entry in &entries {
+        tap.declare(&entry.name);
+    }
     let workers = options.jobs.unwrap_or_else(pool::default_workers);
     tap.comment(&format!("guests at once: {workers}"));
 

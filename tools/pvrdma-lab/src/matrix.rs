@@ -6,25 +6,38 @@
 
 use crate::tap::TapResult;
 
-/// The results, in the order they came.
+/// The results of a run. Rows and columns come in the plan's order (see
+/// [`Matrix::declare`]), whatever order the guests ended in; a name never
+/// declared takes its place when its result comes.
 #[derive(Default)]
 pub struct Matrix {
-    /// Column names (`model/driver`), in first-seen order.
+    /// Column names (`model/driver`).
     columns: Vec<String>,
-    /// Test names, in first-seen order, with their cells by column index.
-    rows: Vec<(String, Vec<Option<String>>)>,
-    /// The notes' texts; a cell's `[n]` is `notes[n - 1]`.
-    notes: Vec<String>,
+    /// Test names with their results by column index.
+    rows: Vec<(String, Vec<Option<TapResult>>)>,
 }
 
 impl Matrix {
+    /// Gives the test called `model/driver/test` its row and column before any
+    /// result comes; names of another form are ignored.
+    pub fn declare(&mut self, name: &str) {
+        self.place(name);
+    }
+
     /// Records the result of the test called `model/driver/test`; names of
     /// another form are ignored.
     pub fn record(&mut self, name: &str, result: &TapResult) {
+        if let Some((row, col)) = self.place(name) {
+            self.rows[row].1[col] = Some(result.clone());
+        }
+    }
+
+    /// The row and column of `name`, made if new.
+    fn place(&mut self, name: &str) -> Option<(usize, usize)> {
         let mut parts = name.splitn(3, '/');
         let (Some(model), Some(driver), Some(test)) = (parts.next(), parts.next(), parts.next())
         else {
-            return;
+            return None;
         };
         let column = format!("{model}/{driver}");
         let col = match self.columns.iter().position(|c| *c == column) {
@@ -34,7 +47,6 @@ impl Matrix {
                 self.columns.len() - 1
             }
         };
-        let cell = self.cell(result);
         let row = match self.rows.iter().position(|(t, _)| t == test) {
             Some(i) => i,
             None => {
@@ -46,15 +58,21 @@ impl Matrix {
         if cells.len() <= col {
             cells.resize(col + 1, None);
         }
-        cells[col] = Some(cell);
+        Some((row, col))
     }
+}
 
-    fn note(&mut self, text: &str) -> usize {
-        match self.notes.iter().position(|n| n == text) {
+/// The numbered notes under the table: the same text is one note.
+#[derive(Default)]
+struct Notes(Vec<String>);
+
+impl Notes {
+    fn number(&mut self, text: &str) -> usize {
+        match self.0.iter().position(|n| n == text) {
             Some(i) => i + 1,
             None => {
-                self.notes.push(text.to_string());
-                self.notes.len()
+                self.0.push(text.to_string());
+                self.0.len()
             }
         }
     }
@@ -62,23 +80,26 @@ impl Matrix {
     fn cell(&mut self, result: &TapResult) -> String {
         match result {
             TapResult::Pass => "pass".to_string(),
-            TapResult::Fail(cause) => format!("**FAIL** [{}]", self.note(cause)),
-            TapResult::Skip(why) => format!("n/a [{}]", self.note(why)),
+            TapResult::Fail(cause) => format!("**FAIL** [{}]", self.number(cause)),
+            TapResult::Skip(why) => format!("n/a [{}]", self.number(why)),
             TapResult::Todo {
                 cause,
                 passed: false,
-            } => format!("known failure [{}]", self.note(cause)),
+            } => format!("known failure [{}]", self.number(cause)),
             TapResult::Todo {
                 cause,
                 passed: true,
             } => {
-                format!("pass, unexpectedly [{}]", self.note(cause))
+                format!("pass, unexpectedly [{}]", self.number(cause))
             }
         }
     }
+}
 
-    /// The table and its notes, as markdown.
+impl Matrix {
+    /// The table and its notes (numbered as they first appear in it), as markdown.
     pub fn render(&self) -> String {
+        let mut notes = Notes::default();
         let mut out = String::from("| test |");
         for column in &self.columns {
             let (model, driver) = column.split_once('/').unwrap_or((column, ""));
@@ -95,17 +116,17 @@ impl Matrix {
         for (test, cells) in &self.rows {
             out.push_str(&format!("| `{test}` |"));
             for col in 0..self.columns.len() {
-                let cell = cells
-                    .get(col)
-                    .and_then(|c| c.as_deref())
-                    .unwrap_or("not run");
+                let cell = match cells.get(col) {
+                    Some(Some(result)) => notes.cell(result),
+                    _ => "not run".to_string(),
+                };
                 out.push_str(&format!(" {cell} |"));
             }
             out.push('\n');
         }
-        if !self.notes.is_empty() {
+        if !notes.0.is_empty() {
             out.push('\n');
-            for (i, note) in self.notes.iter().enumerate() {
+            for (i, note) in notes.0.iter().enumerate() {
                 // A note is one line: a cause may hold newlines or table pipes.
                 let note = note.replace(['\n', '\r'], " ").replace('|', "\\|");
                 out.push_str(&format!("{}. {note}\n", i + 1));
@@ -143,11 +164,32 @@ mod tests {
             "| test | patched · C | patched · Rust | stock · C | stock · Rust |\n\
              |---|---|---|---|---|\n\
              | `rping` | pass | pass | n/a [1] | n/a [1] |\n\
-             | `ucmatose` | **FAIL** [3] | not run | known failure [2] | not run |\n\
+             | `ucmatose` | **FAIL** [2] | not run | known failure [3] | not run |\n\
              \n\
              1. no READ \\| WRITE\n\
-             2. rd_atom 0\n\
-             3. boom\n"
+             2. boom\n\
+             3. rd_atom 0\n"
+        );
+    }
+
+    #[test]
+    fn plan_order_whatever_the_order_of_results() {
+        let mut m = Matrix::default();
+        for name in ["patched/c/a", "patched/c/b", "stock/c/a", "stock/c/b"] {
+            m.declare(name);
+        }
+        m.record("stock/c/b", &TapResult::Skip("why".into()));
+        m.record("patched/c/b", &TapResult::Pass);
+        m.record("stock/c/a", &TapResult::Fail("late".into()));
+        assert_eq!(
+            m.render(),
+            "| test | patched · C | stock · C |\n\
+             |---|---|---|\n\
+             | `a` | not run | **FAIL** [1] |\n\
+             | `b` | pass | n/a [2] |\n\
+             \n\
+             1. late\n\
+             2. why\n"
         );
     }
 }

@@ -95,6 +95,12 @@ impl Reporter {
         self.line(&format!("Bail out! {}", clean(reason)));
     }
 
+    /// Gives `name`'s result its place in the table before it comes (the plan's
+    /// order; results come as guests end).
+    pub fn declare(&mut self, name: &str) {
+        self.matrix.declare(name);
+    }
+
     /// Reports one test; returns the line printed.
     pub fn result(&mut self, name: &str, result: &TapResult) -> String {
         self.number += 1;
