@@ -31,7 +31,7 @@ export LAB_IP
 # init's own steps use the host's static busybox: under TCG, starting a dynamically
 # linked tool costs 60-180 ms (the loader, its libraries over 9p), a busybox applet
 # 25-40 ms, and a guest starts some hundred of them before and after its test.
-/bin/busybox mount -t proc proc /proc
+busybox mount -t proc proc /proc
 read -r LAB_BOOT_UPTIME _ </proc/uptime
 busybox mount -t sysfs sysfs /sys
 [ -c /dev/null ] || busybox mount -t devtmpfs devtmpfs /dev

@@ -294,22 +294,18 @@ struct Entry<'a> {
     work: Result<Run<'a>, TapResult>,
 }
 
-/// The order in which the plan's runnable entries start: longest time limit
-/// first (a stand-in for the longest test), so that parallel guests do not end
-/// the run waiting on one long test; the plan's order among equals.
-fn start_order(entries: &[Entry]) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..entries.len())
-        .filter(|&i| entries[i].work.is_ok())
+/// The plan's runnable entries (their index in the plan, and the run) in the
+/// order they start: longest time limit first (a stand-in for the longest
+/// test), so that parallel guests do not end the run waiting on one long test;
+/// the plan's order among equals.
+fn start_order<'e, 'a>(entries: &'e [Entry<'a>]) -> Vec<(usize, &'e Run<'a>)> {
+    let mut runs: Vec<_> = entries
+        .iter()
+        .enumerate()
+        .filter_map(|(i, entry)| entry.work.as_ref().ok().map(|run| (i, run)))
         .collect();
-    order.sort_by_key(|&i| {
-        std::cmp::Reverse(
-            entries[i]
-                .work
-                .as_ref()
-                .map_or(0, |run| run.test.timeout_secs),
-        )
-    });
-    order
+    runs.sort_by_key(|(_, run)| std::cmp::Reverse(run.test.timeout_secs));
+    runs
 }
 
 /// `pvrdma-lab run`.
@@ -411,54 +407,39 @@ fn run(options: &RunOptions) -> ExitCode {
             stopped |= matches!(result, TapResult::Fail(_)) && !options.keep_going;
         }
     }
-    let order = if stopped {
-        Vec::new()
-    } else {
-        start_order(&entries)
-    };
-    let not_run: Vec<usize> = if stopped {
-        (0..entries.len())
-            .filter(|&i| entries[i].work.is_ok())
-            .collect()
-    } else {
-        Vec::new()
-    };
+    let runs = start_order(&entries);
     let mut interrupted = None;
-    let never_started = pool::run(
-        &entries,
-        order,
-        workers,
-        |entry| match &entry.work {
-            Ok(run) => run.execute(),
-            Err(result) => Ok(Finished {
-                result: result.clone(),
-                comments: Vec::new(),
-            }),
-        },
-        |event| match event {
-            pool::Event::Started(i) => {
-                if let Ok(run) = &entries[i].work {
+    let never_started = if stopped {
+        (0..runs.len()).collect()
+    } else {
+        pool::run(
+            &runs,
+            workers,
+            |(_, run)| run.execute(),
+            |event| match event {
+                pool::Event::Started(job) => {
+                    let (i, run) = runs[job];
                     tap.comment(&run.announcement(&entries[i].name));
-                }
-                ControlFlow::Continue(())
-            }
-            pool::Event::Finished(i, Ok(finished)) => {
-                tap.result(&entries[i].name, &finished.result);
-                for comment in &finished.comments {
-                    tap.comment(comment);
-                }
-                if matches!(finished.result, TapResult::Fail(_)) && !options.keep_going {
-                    ControlFlow::Break(())
-                } else {
                     ControlFlow::Continue(())
                 }
-            }
-            pool::Event::Finished(i, Err(signum)) => {
-                interrupted.get_or_insert((signum, entries[i].name.clone()));
-                ControlFlow::Break(())
-            }
-        },
-    );
+                pool::Event::Finished(job, Ok(finished)) => {
+                    tap.result(&entries[runs[job].0].name, &finished.result);
+                    for comment in &finished.comments {
+                        tap.comment(comment);
+                    }
+                    if matches!(finished.result, TapResult::Fail(_)) && !options.keep_going {
+                        ControlFlow::Break(())
+                    } else {
+                        ControlFlow::Continue(())
+                    }
+                }
+                pool::Event::Finished(job, Err(signum)) => {
+                    interrupted.get_or_insert((signum, entries[runs[job].0].name.clone()));
+                    ControlFlow::Break(())
+                }
+            },
+        )
+    };
     if let Some(signum) = interrupted
         .as_ref()
         .map(|(s, _)| *s)
@@ -471,7 +452,7 @@ fn run(options: &RunOptions) -> ExitCode {
         tap.finish();
         return ExitCode::from(EXIT_INTERRUPTED);
     }
-    let mut unstarted: Vec<usize> = never_started.into_iter().chain(not_run).collect();
+    let mut unstarted: Vec<usize> = never_started.into_iter().map(|job| runs[job].0).collect();
     unstarted.sort_unstable();
     for i in unstarted {
         tap.result(

@@ -60,43 +60,7 @@ impl Matrix {
         }
         Some((row, col))
     }
-}
 
-/// The numbered notes under the table: the same text is one note.
-#[derive(Default)]
-struct Notes(Vec<String>);
-
-impl Notes {
-    fn number(&mut self, text: &str) -> usize {
-        match self.0.iter().position(|n| n == text) {
-            Some(i) => i + 1,
-            None => {
-                self.0.push(text.to_string());
-                self.0.len()
-            }
-        }
-    }
-
-    fn cell(&mut self, result: &TapResult) -> String {
-        match result {
-            TapResult::Pass => "pass".to_string(),
-            TapResult::Fail(cause) => format!("**FAIL** [{}]", self.number(cause)),
-            TapResult::Skip(why) => format!("n/a [{}]", self.number(why)),
-            TapResult::Todo {
-                cause,
-                passed: false,
-            } => format!("known failure [{}]", self.number(cause)),
-            TapResult::Todo {
-                cause,
-                passed: true,
-            } => {
-                format!("pass, unexpectedly [{}]", self.number(cause))
-            }
-        }
-    }
-}
-
-impl Matrix {
     /// The table and its notes (numbered as they first appear in it), as markdown.
     pub fn render(&self) -> String {
         let mut notes = Notes::default();
@@ -133,6 +97,40 @@ impl Matrix {
             }
         }
         out
+    }
+}
+
+/// The numbered notes under the table: the same text is one note.
+#[derive(Default)]
+struct Notes(Vec<String>);
+
+impl Notes {
+    fn number(&mut self, text: &str) -> usize {
+        match self.0.iter().position(|n| n == text) {
+            Some(i) => i + 1,
+            None => {
+                self.0.push(text.to_string());
+                self.0.len()
+            }
+        }
+    }
+
+    fn cell(&mut self, result: &TapResult) -> String {
+        match result {
+            TapResult::Pass => "pass".to_string(),
+            TapResult::Fail(cause) => format!("**FAIL** [{}]", self.number(cause)),
+            TapResult::Skip(why) => format!("n/a [{}]", self.number(why)),
+            TapResult::Todo {
+                cause,
+                passed: false,
+            } => format!("known failure [{}]", self.number(cause)),
+            TapResult::Todo {
+                cause,
+                passed: true,
+            } => {
+                format!("pass, unexpectedly [{}]", self.number(cause))
+            }
+        }
     }
 }
 

@@ -54,26 +54,20 @@ enum Message<T> {
     Finished(usize, Result<T, i32>),
 }
 
-/// Runs `work` on the jobs named by `order` (indexes into `jobs`, taken in that
-/// order), `workers` at a time, and calls `on_event` on the calling thread for
-/// every start and end. The calling thread hands out the jobs: once `on_event`
+/// Runs `work` on `jobs`, in their order, `workers` at a time, and calls
+/// `on_event` on the calling thread for every start and end (events name jobs
+/// by their index). The calling thread hands out the jobs: once `on_event`
 /// breaks on a job's end, no further job starts (those running finish and are
 /// reported), nor does one once a terminating signal came. Returns the indexes
-/// that never started, in `order`'s order.
-pub fn run<J, T, W, E>(
-    jobs: &[J],
-    order: Vec<usize>,
-    workers: usize,
-    work: W,
-    mut on_event: E,
-) -> Vec<usize>
+/// of the jobs that never started, in order.
+pub fn run<J, T, W, E>(jobs: &[J], workers: usize, work: W, mut on_event: E) -> Vec<usize>
 where
     J: Sync,
     T: Send,
     W: Fn(&J) -> Result<T, i32> + Sync,
     E: FnMut(Event<T>) -> ControlFlow<()>,
 {
-    let mut queue = VecDeque::from(order);
+    let mut queue: VecDeque<usize> = (0..jobs.len()).collect();
     thread::scope(|scope| {
         let (to_dispatcher, messages) = mpsc::channel();
         let mut to_workers = Vec::new();
@@ -107,7 +101,7 @@ where
                     let next = if stopped || signals::received().is_some() {
                         None
                     } else {
-                        take_valid(&mut queue, jobs.len())
+                        queue.pop_front()
                     };
                     if let Some(index) = next {
                         // Printed before the worker can end it.
@@ -122,17 +116,7 @@ where
             }
         }
     });
-    queue.into_iter().filter(|&i| i < jobs.len()).collect()
-}
-
-/// The next index of `queue` that names one of `count` jobs.
-fn take_valid(queue: &mut VecDeque<usize>, count: usize) -> Option<usize> {
-    while let Some(index) = queue.pop_front() {
-        if index < count {
-            return Some(index);
-        }
-    }
-    None
+    queue.into()
 }
 
 #[cfg(test)]
@@ -148,7 +132,6 @@ mod tests {
         let mut finished = vec![None; 20];
         let left = run(
             &jobs,
-            (0..20).rev().collect(),
             3,
             |&j| {
                 runs.fetch_add(1, Ordering::SeqCst);
@@ -172,11 +155,10 @@ mod tests {
 
     #[test]
     fn one_worker_keeps_the_order() {
-        let jobs = ["a", "b", "c", "d"];
+        let jobs = ["c", "a", "d", "b"];
         let mut seen = Vec::new();
         run(
             &jobs,
-            vec![2, 0, 3, 1],
             1,
             |&j| Ok::<_, i32>(j),
             |event| {
@@ -195,7 +177,6 @@ mod tests {
         let mut finished = Vec::new();
         let left = run(
             &jobs,
-            (0..10).collect(),
             1,
             |&j| Ok::<_, i32>(j),
             |event| {
@@ -210,25 +191,6 @@ mod tests {
         );
         assert_eq!(finished, [0, 1, 2, 3]);
         assert_eq!(left, [4, 5, 6, 7, 8, 9]);
-    }
-
-    #[test]
-    fn indexes_out_of_range_are_passed_over() {
-        let jobs = [1, 2];
-        let mut count = 0;
-        let left = run(
-            &jobs,
-            vec![0, 7, 1],
-            2,
-            |&j| Ok::<_, i32>(j),
-            |event| {
-                if let Event::Finished(..) = event {
-                    count += 1;
-                }
-                ControlFlow::Continue(())
-            },
-        );
-        assert_eq!((count, left.len()), (2, 0));
     }
 
     #[test]
