@@ -17,9 +17,10 @@ mod client;
 pub mod gid;
 pub mod mad;
 pub mod mux_msg;
+pub mod packet;
 pub mod wire;
 
-pub use client::FabricClient;
+pub use client::{FabricClient, PacketSender, PacketSink};
 
 /// Environment variable naming the mux's fabric control socket.
 pub const FABRIC_SOCKET_ENV: &str = "PVRDMA_FABRIC";

@@ -15,11 +15,14 @@
 //! The session: the library sends HELLO, the mux answers WELCOME (or ERROR and
 //! closes). Then the mux sends GID_ADD / GID_DEL and the library answers each
 //! with an ACK carrying the same `seq`. Either side may send ERROR before
-//! closing. See the crate README for the extension point reserved for the
-//! data path.
+//! closing. When both offered [`CAP_DATA`], either side may also send DATA
+//! frames ([`Packet`]s of the data path between two QEMU processes): a
+//! library sends them to the mux, which relays each to the library that owns
+//! its destination GID; they are not acknowledged (`seq` 0).
 
 use std::io::{self, Read, Write};
 
+use crate::packet::Packet;
 use crate::Gid;
 
 /// Protocol version spoken by this crate.
@@ -52,15 +55,20 @@ pub mod kind {
     pub const GID_DEL: u16 = 0x11;
     /// Library -> mux: the outcome of the request with the same `seq`.
     pub const ACK: u16 = 0x12;
+    /// Either way: a data-path [`Packet`](crate::packet::Packet), relayed by
+    /// the mux (only once both sides agreed on [`CAP_DATA`](super::CAP_DATA)).
+    pub const DATA: u16 = 0x100;
     /// First kind reserved for the data path (see the README).
     pub const DATA_FIRST: u16 = 0x100;
     /// Last kind reserved for the data path.
     pub const DATA_LAST: u16 = 0x1ff;
 }
 
-/// Capability bits negotiated in HELLO/WELCOME (none defined yet; the data
-/// path will add one, e.g. bit 0 = "relays data frames").
+/// Capability bits negotiated in HELLO/WELCOME.
 pub type Caps = u32;
+/// Capability: DATA frames. A library offers it when it can take packets;
+/// the mux grants it when it relays them.
+pub const CAP_DATA: Caps = 1;
 
 /// Outcome carried by an ACK.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -102,6 +110,8 @@ pub enum Frame {
     GidDel(Gid),
     /// Acknowledge the request with the same `seq`.
     Ack(AckStatus),
+    /// A data-path packet.
+    Data(Packet),
     /// A frame of a kind this crate does not know (kept for logging/skipping).
     Unknown {
         /// Its kind.
@@ -123,6 +133,7 @@ impl Frame {
             Frame::GidAdd(_) => kind::GID_ADD,
             Frame::GidDel(_) => kind::GID_DEL,
             Frame::Ack(_) => kind::ACK,
+            Frame::Data(_) => kind::DATA,
             Frame::Unknown { kind, .. } => *kind,
         }
     }
@@ -162,6 +173,7 @@ impl Frame {
                 payload.extend_from_slice(&1u32.to_le_bytes());
                 payload.extend_from_slice(clip(reason));
             }
+            Frame::Data(p) => payload = p.encode(),
             Frame::Unknown {
                 flags: f,
                 payload: p,
@@ -218,6 +230,7 @@ impl Frame {
                     _ => return Err(invalid(format!("bad ACK status {status}"))),
                 }
             }
+            kind::DATA => Frame::Data(Packet::decode(payload)?),
             0 => return Err(invalid("frame kind 0 (wrong socket?)".into())),
             _ => Frame::Unknown {
                 kind,
@@ -336,11 +349,21 @@ mod tests {
         round_trip(Frame::Ack(AckStatus::Refused("table full".into())), 2);
         round_trip(
             Frame::Unknown {
-                kind: 0x100,
+                kind: 0x1ff,
                 flags: FLAG_IGNORABLE,
                 payload: vec![1, 2, 3],
             },
             9,
+        );
+        round_trip(
+            Frame::Data(Packet {
+                sgid: [5; 16],
+                op: crate::packet::Op::Send,
+                msg_len: 3,
+                data: vec![1, 2, 3],
+                ..Default::default()
+            }),
+            0,
         );
     }
 
@@ -382,6 +405,8 @@ mod tests {
         assert!(Frame::decode(kind::ACK, 0, &[2, 0, 0, 0]).is_err());
         assert!(Frame::decode(kind::ACK, 0, &[0, 0, 0, 0, 1]).is_err());
         assert!(Frame::decode(kind::ERROR, 0, &[0xff, 0xfe]).is_err());
+        // A DATA frame too short for a packet header.
+        assert!(Frame::decode(kind::DATA, 0, &[0; 10]).is_err());
         // Clean EOF.
         assert!(read_frame(&mut &[][..]).unwrap().is_none());
     }

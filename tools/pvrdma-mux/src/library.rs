@@ -1,17 +1,27 @@
 //! The mux side of the fabric control protocol: one thread per verbs library
 //! connection, and [`Library`], through which QEMU connection threads push
-//! GID changes and wait for the ACK.
+//! GID changes and wait for the ACK, and other libraries' reader threads
+//! relay data packets.
+//!
+//! A library's reader thread never writes to another library's socket
+//! itself: it queues the packet on the destination's [`DataQueue`], whose own
+//! thread writes it. So two libraries sending to each other cannot stall the
+//! mux (each reader keeps reading whatever the other's socket holds).
 
 use std::collections::HashMap;
-use std::io;
+use std::io::{self, Write};
 use std::os::unix::net::UnixStream;
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::mpsc::{self, RecvTimeoutError, Sender};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
+use std::thread;
 use std::time::Duration;
 
 use pvrdma_fabric::gid::GidFmt;
-use pvrdma_fabric::wire::{self, AckStatus, Frame, FLAG_IGNORABLE, PROTOCOL_VERSION};
+use pvrdma_fabric::packet::Packet;
+use pvrdma_fabric::wire::{
+    self, AckStatus, Caps, Frame, CAP_DATA, FLAG_IGNORABLE, PROTOCOL_VERSION,
+};
 
 use crate::registry::{lock, ConnId};
 use crate::server::Shared;
@@ -19,6 +29,26 @@ use crate::{log, sock};
 
 /// How long a new library connection may take to say HELLO.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
+/// The capabilities this mux grants when offered.
+const MUX_CAPS: Caps = CAP_DATA;
+/// Most bytes of packets waiting for one library: past it, packets to it
+/// are dropped (its QEMU is not reading; the senders' RC requests then time
+/// out, as on a congested fabric).
+pub const MAX_QUEUED_BYTES: usize = 128 << 20;
+
+/// Packets waiting to be written to one library, and their writer thread.
+struct DataQueue {
+    tx: Mutex<Option<Sender<Vec<u8>>>>,
+    queued_bytes: Arc<AtomicUsize>,
+}
+
+/// Counts of the data path, for the session's last log line.
+#[derive(Default)]
+struct DataCounts {
+    received: AtomicU64,
+    relayed: AtomicU64,
+    dropped: AtomicU64,
+}
 
 /// A connected, greeted verbs library.
 pub struct Library {
@@ -26,9 +56,13 @@ pub struct Library {
     pub pid: u32,
     /// Its connection, for logs.
     pub id: ConnId,
-    writer: Mutex<UnixStream>,
+    /// The capabilities agreed in WELCOME.
+    pub caps: Caps,
+    writer: Arc<Mutex<UnixStream>>,
     waiters: Mutex<HashMap<u32, Sender<AckStatus>>>,
     next_seq: AtomicU32,
+    data: DataQueue,
+    counts: DataCounts,
     shared: Arc<Shared>,
 }
 
@@ -108,6 +142,33 @@ impl Library {
         written.map(|()| seq)
     }
 
+    /// Queues a data packet for this library (its writer thread sends it);
+    /// false if it was dropped: the library takes no packets, its session
+    /// is over, or too much is queued already.
+    pub fn queue_packet(&self, packet: &Packet) -> bool {
+        if self.caps & CAP_DATA == 0 {
+            return false;
+        }
+        let frame = Frame::Data(packet.clone()).encode(0);
+        let len = frame.len();
+        if self.data.queued_bytes.fetch_add(len, Ordering::AcqRel) + len > MAX_QUEUED_BYTES {
+            self.data.queued_bytes.fetch_sub(len, Ordering::AcqRel);
+            return false;
+        }
+        let sent = lock(&self.data.tx)
+            .as_ref()
+            .is_some_and(|tx| tx.send(frame).is_ok());
+        if !sent {
+            self.data.queued_bytes.fetch_sub(len, Ordering::AcqRel);
+        }
+        sent
+    }
+
+    /// Ends the writer thread (after what is queued).
+    fn close_data(&self) {
+        lock(&self.data.tx).take();
+    }
+
     /// Hands an ACK to its waiter.
     fn ack(&self, seq: u32, status: AckStatus) {
         match lock(&self.waiters).remove(&seq) {
@@ -146,6 +207,18 @@ pub fn describe(frame: &Frame) -> String {
         Frame::GidDel(g) => format!("GID_DEL {}", GidFmt(g)),
         Frame::Ack(AckStatus::Ok) => "ACK ok".into(),
         Frame::Ack(AckStatus::Refused(r)) => format!("ACK refused {r:?}"),
+        Frame::Data(p) => format!(
+            "DATA {:?} {} qp {:#x} -> {} qp {:#x} msg {} at {}+{} of {}",
+            p.op,
+            GidFmt(&p.sgid),
+            p.src_qpn,
+            GidFmt(&p.dgid),
+            p.dst_qpn,
+            p.msg_id,
+            p.offset,
+            p.data.len(),
+            p.msg_len
+        ),
         Frame::Unknown {
             kind,
             flags,
@@ -172,10 +245,15 @@ pub fn serve(mut stream: UnixStream, id: ConnId, shared: &Arc<Shared>) {
     let hello = stream
         .set_read_timeout(Some(HELLO_TIMEOUT))
         .and_then(|()| wire::read_frame(&mut stream));
-    let (version, pid) = match hello {
-        Ok(Some((_, f @ Frame::Hello { version, pid, .. }))) => {
+    let (version, pid, offered) = match hello {
+        Ok(Some((
+            _,
+            f @ Frame::Hello {
+                version, pid, caps, ..
+            },
+        ))) => {
             log!(shared.log, "{tag} <- {}", describe(&f));
-            (version, pid)
+            (version, pid, caps)
         }
         Ok(Some((_, other))) => {
             return refuse(
@@ -213,12 +291,37 @@ pub fn serve(mut stream: UnixStream, id: ConnId, shared: &Arc<Shared>) {
             )
         }
     };
+    let writer = Arc::new(Mutex::new(writer));
+    let caps = offered & MUX_CAPS;
+    let (data_tx, data_rx) = mpsc::channel();
+    let queued_bytes = Arc::new(AtomicUsize::new(0));
+    if caps & CAP_DATA != 0 {
+        let (w, q, sh, t) = (
+            Arc::clone(&writer),
+            Arc::clone(&queued_bytes),
+            Arc::clone(shared),
+            tag.clone(),
+        );
+        let spawned = thread::Builder::new()
+            .name(format!("fabric-{id}-tx"))
+            .spawn(move || write_packets(&w, &data_rx, &q, &sh, &t));
+        if let Err(e) = spawned {
+            let reason = format!("cannot start a thread: {e}");
+            return refuse(&mut stream, shared, &tag, reason);
+        }
+    }
     let lib = Arc::new(Library {
         pid,
         id,
-        writer: Mutex::new(writer),
+        caps,
+        writer,
         waiters: Mutex::new(HashMap::new()),
         next_seq: AtomicU32::new(1),
+        data: DataQueue {
+            tx: Mutex::new(Some(data_tx)),
+            queued_bytes,
+        },
+        counts: DataCounts::default(),
         shared: Arc::clone(shared),
     });
     // Hold the writer while registering, so no GID push can overtake WELCOME.
@@ -238,7 +341,7 @@ pub fn serve(mut stream: UnixStream, id: ConnId, shared: &Arc<Shared>) {
         };
         let welcome = Frame::Welcome {
             version: version.min(PROTOCOL_VERSION),
-            caps: 0,
+            caps,
             name: format!("pvrdma-mux/{}", env!("CARGO_PKG_VERSION")),
         };
         log!(shared.log, "{tag} -> {}", describe(&welcome));
@@ -256,6 +359,17 @@ pub fn serve(mut stream: UnixStream, id: ConnId, shared: &Arc<Shared>) {
     let _ = stream.set_read_timeout(None);
     read_acks(&mut stream, &lib, shared, &tag);
     shared.registry.remove_library(&lib);
+    lib.close_data();
+    if lib.caps & CAP_DATA != 0 {
+        let c = &lib.counts;
+        log!(
+            shared.log,
+            "{tag}: data packets from it: {} received, {} relayed, {} dropped",
+            c.received.load(Ordering::Relaxed),
+            c.relayed.load(Ordering::Relaxed),
+            c.dropped.load(Ordering::Relaxed)
+        );
+    }
     // Dropping the senders wakes every push_wait with Disconnected.
     lock(&lib.waiters).clear();
     let _ = stream.shutdown(std::net::Shutdown::Both);
@@ -274,9 +388,16 @@ fn read_acks(stream: &mut UnixStream, lib: &Library, shared: &Shared, tag: &str)
                 return;
             }
             Ok(Some((seq, frame))) => {
-                log!(shared.log, "{tag} <- {} seq={seq}", describe(&frame));
+                // Data packets are counted, not logged one by one (a
+                // benchmark sends millions); relay() logs what it drops.
+                if !matches!(frame, Frame::Data(_)) {
+                    log!(shared.log, "{tag} <- {} seq={seq}", describe(&frame));
+                }
                 match frame {
                     Frame::Ack(status) => lib.ack(seq, status),
+                    Frame::Data(packet) if lib.caps & CAP_DATA != 0 => {
+                        relay(lib, shared, tag, &packet)
+                    }
                     Frame::Error(_) => return,
                     Frame::Unknown { flags, .. } if flags & FLAG_IGNORABLE != 0 => {}
                     other => {
@@ -288,6 +409,62 @@ fn read_acks(stream: &mut UnixStream, lib: &Library, shared: &Shared, tag: &str)
                     }
                 }
             }
+        }
+    }
+}
+
+/// Relays one packet from `lib` to the library owning its destination GID,
+/// if `lib`'s process owns its source GID (a library cannot speak for
+/// another's GIDs); otherwise drops it with a log line.
+fn relay(lib: &Library, shared: &Shared, tag: &str, packet: &Packet) {
+    let counts = &lib.counts;
+    counts.received.fetch_add(1, Ordering::Relaxed);
+    let outcome = shared
+        .registry
+        .packet_route(lib.pid, &packet.sgid, &packet.dgid)
+        .and_then(|dest| {
+            if dest.queue_packet(packet) {
+                Ok(())
+            } else {
+                Err(format!(
+                    "fabric#{} pid={} takes no packets or has {MAX_QUEUED_BYTES} bytes queued",
+                    dest.id, dest.pid
+                ))
+            }
+        });
+    match outcome {
+        Ok(()) => {
+            counts.relayed.fetch_add(1, Ordering::Relaxed);
+        }
+        Err(why) => {
+            // One line per dropped packet is bounded by what the sender
+            // sends after its requests time out; keep the first ones.
+            if counts.dropped.fetch_add(1, Ordering::Relaxed) < 100 {
+                log!(
+                    shared.log,
+                    "{tag}: dropped {}: {why}",
+                    describe(&Frame::Data(packet.clone()))
+                );
+            }
+        }
+    }
+}
+
+/// The writer thread of one library's data queue.
+fn write_packets(
+    writer: &Mutex<UnixStream>,
+    queued: &Receiver<Vec<u8>>,
+    queued_bytes: &AtomicUsize,
+    shared: &Shared,
+    tag: &str,
+) {
+    while let Ok(frame) = queued.recv() {
+        queued_bytes.fetch_sub(frame.len(), Ordering::AcqRel);
+        if let Err(e) = lock(writer).write_all(&frame) {
+            if !shared.stopping.load(Ordering::SeqCst) {
+                log!(shared.log, "{tag}: writing a data packet failed: {e}");
+            }
+            return;
         }
     }
 }

@@ -9,7 +9,7 @@ use std::io::{self, Write};
 use std::os::unix::net::UnixStream;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use pvrdma_fabric::gid::{interface_id, ZERO_GID};
+use pvrdma_fabric::gid::{interface_id, GidFmt, ZERO_GID};
 use pvrdma_fabric::mux_msg::{ErrCode, MuxMsg};
 use pvrdma_fabric::Gid;
 
@@ -285,6 +285,30 @@ impl Registry {
             target,
             src_registered,
         }
+    }
+
+    /// Where a data packet from the library of process `pid` goes: the
+    /// library owning `dgid`, if `sgid` is an active GID of `pid`'s QEMU and
+    /// `dgid` one of another connection's. Otherwise why it is dropped.
+    pub fn packet_route(&self, pid: u32, sgid: &Gid, dgid: &Gid) -> Result<Arc<Library>, String> {
+        let inner = self.inner();
+        let owner = |g: &Gid| {
+            inner
+                .gids
+                .get(g)
+                .filter(|e| e.state == GidState::Active)
+                .and_then(|e| inner.mad_conns.get(&e.conn))
+                .map(|c| c.pid)
+        };
+        if owner(sgid) != Some(pid) {
+            return Err(format!("source GID {} is not this process's", GidFmt(sgid)));
+        }
+        let dest = owner(dgid).ok_or_else(|| format!("nobody owns {}", GidFmt(dgid)))?;
+        inner
+            .libraries
+            .get(&dest)
+            .cloned()
+            .ok_or_else(|| format!("the owner of {} (pid {dest}) has no library", GidFmt(dgid)))
     }
 
     /// Number of registered (active) GIDs; for tests and logs.

@@ -1,8 +1,11 @@
 //! The connection to the mux's fabric socket, which pushes the guest's GIDs
-//! into this device's GID table.
+//! into this device's GID table and carries the data path to the QPs of
+//! other QEMU processes ([`crate::engine::remote`]).
 
 use crate::engine;
-use pvrdma_fabric::{FabricClient, Gid, GidSink, FABRIC_SOCKET_ENV};
+use crate::engine::route::RemoteFabric;
+use pvrdma_fabric::packet::Packet;
+use pvrdma_fabric::{FabricClient, Gid, GidSink, PacketSender, PacketSink, FABRIC_SOCKET_ENV};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -22,6 +25,24 @@ impl GidSink for DeviceGids {
     }
 }
 
+/// Hands the packets the mux relays to the engine.
+pub struct DevicePackets;
+
+impl PacketSink for DevicePackets {
+    fn packet_received(&self, packet: Packet) {
+        engine::lock().packet_received(packet);
+    }
+}
+
+/// The mux's data path, as the engine's remote fabric.
+pub struct MuxFabric(pub PacketSender);
+
+impl RemoteFabric for MuxFabric {
+    fn send(&mut self, packets: &[Packet]) -> bool {
+        self.0.send_all(packets)
+    }
+}
+
 /// Connects to the fabric socket named by `PVRDMA_FABRIC`, once per
 /// process; without the variable the GID table holds only index 0.
 /// Called from `ibv_open_device` with the engine unlocked (the client may
@@ -35,8 +56,18 @@ pub fn connect_if_configured() -> Result<(), i32> {
     if *connected {
         return Ok(());
     }
-    match FabricClient::connect(Path::new(&path), Arc::new(DeviceGids)) {
+    let connected_client = FabricClient::connect_with_packets(
+        Path::new(&path),
+        Arc::new(DeviceGids),
+        Arc::new(DevicePackets),
+    );
+    match connected_client {
         Ok(client) => {
+            if let Some(sender) = client.packet_sender() {
+                engine::lock()
+                    .router
+                    .set_remote(Box::new(MuxFabric(sender)));
+            }
             // The connection lives as long as the process (QEMU keeps its
             // device open until exit); it is never torn down.
             std::mem::forget(client);

@@ -24,7 +24,7 @@ pub mod ffi;
 pub mod guard;
 pub mod log;
 
-pub use engine::route::{RemoteFabric, RemoteMessage, RemoteOutcome};
+pub use engine::route::RemoteFabric;
 use pvrdma_fabric::{Gid, GidSink};
 use std::sync::Arc;
 

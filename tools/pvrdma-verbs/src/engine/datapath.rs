@@ -11,7 +11,7 @@
 use super::limits::{mtu_bytes, MAX_INLINE_DATA, MAX_MSG_SZ, PORT_MTU};
 use super::memory::ScatterError;
 use super::retry;
-use super::route::{RemoteMessage, RemoteOutcome, Route};
+use super::route::Route;
 use super::wqe::{vendor_err, Completion, Payload, RecvWqe, SendWqe, UdDest};
 use super::{Engine, Key};
 use crate::ffi;
@@ -33,20 +33,49 @@ pub struct UdTarget {
 pub const GRH_LEN: usize = 40;
 
 /// The sending QP's state an execution needs.
-struct Sender {
-    qpn: u32,
-    pd: Key,
-    attr: ffi::ibv_qp_attr,
+pub(super) struct Sender {
+    pub(super) qpn: u32,
+    pub(super) pd: Key,
+    pub(super) attr: ffi::ibv_qp_attr,
 }
 
 /// How a send ended for the requester.
-struct Outcome {
-    status: u32,
-    vendor_err: u32,
-    byte_len: u32,
+pub(super) struct Outcome {
+    pub(super) status: u32,
+    pub(super) vendor_err: u32,
+    pub(super) byte_len: u32,
 }
 
-fn ok(len: u64) -> Option<Outcome> {
+/// What the responder of an RC request answers (in-process, or in a packet
+/// to the requester's process).
+pub(super) enum Answer {
+    /// Executed.
+    Ack,
+    /// An RDMA READ's data.
+    ReadData(Vec<u8>),
+    /// No receive posted: the requester waits and tries again.
+    Rnr,
+    /// Refused: the requester's completion status and vendor error.
+    Nak(u32, u32),
+}
+
+/// An RC request as the responder executes it.
+pub(super) struct RcRequest<'a> {
+    pub(super) src_qpn: u32,
+    pub(super) sl: u8,
+    /// `IBV_WR_*`.
+    pub(super) opcode: u32,
+    /// SEND and RDMA WRITE data.
+    pub(super) data: &'a [u8],
+    /// Message length (an RDMA READ's: bytes asked for).
+    pub(super) len: u64,
+    pub(super) imm: Option<u32>,
+    pub(super) solicited: bool,
+    pub(super) rkey: u32,
+    pub(super) remote_addr: u64,
+}
+
+pub(super) fn ok(len: u64) -> Option<Outcome> {
     Some(Outcome {
         status: ffi::IBV_WC_SUCCESS,
         vendor_err: 0,
@@ -54,7 +83,7 @@ fn ok(len: u64) -> Option<Outcome> {
     })
 }
 
-fn fail(status: u32, vendor_err: u32) -> Option<Outcome> {
+pub(super) fn fail(status: u32, vendor_err: u32) -> Option<Outcome> {
     Some(Outcome {
         status,
         vendor_err,
@@ -68,7 +97,7 @@ pub fn gid_bytes(g: &ffi::ibv_gid) -> Gid {
     unsafe { g.raw }
 }
 
-fn has_imm(opcode: u32) -> bool {
+pub(super) fn has_imm(opcode: u32) -> bool {
     matches!(
         opcode,
         ffi::IBV_WR_SEND_WITH_IMM | ffi::IBV_WR_RDMA_WRITE_WITH_IMM
@@ -92,7 +121,7 @@ fn build_grh(ud: &UdDest, sgid: &Gid, payload_len: usize, imm: bool) -> [u8; GRH
 
 /// An RC request got no answer (`o` is its retry-exceeded outcome): the
 /// first time, start its retry deadline and wait; after the deadline, fail.
-fn unanswered(me: &Sender, w: &mut SendWqe, o: Outcome) -> Option<Outcome> {
+pub(super) fn unanswered(me: &Sender, w: &mut SendWqe, o: Outcome) -> Option<Outcome> {
     let now = Instant::now();
     match w.retry_deadline {
         Some(at) if now >= at => Some(o),
@@ -263,8 +292,10 @@ impl Engine {
             pd: q.pd,
             attr: q.attr,
         };
-        let (rc, send_cq) = (q.qp_type == ffi::IBV_QPT_RC, q.send_cq);
-        let outcome = if rc {
+        let rc = q.qp_type == ffi::IBV_QPT_RC;
+        let outcome = if rc && self.rc_is_remote(&me) {
+            self.exec_rc_remote(&me, &mut w)
+        } else if rc {
             match self.exec_rc(&me, &w) {
                 Some(o) if o.vendor_err == vendor_err::NO_RESPONDER => unanswered(&me, &mut w, o),
                 other => other,
@@ -279,6 +310,18 @@ impl Engine {
             }
             return false;
         };
+        self.finish_send(s, &w, o);
+        true
+    }
+
+    /// Completes send WR `w` of QP `s` (already off its queue) with
+    /// outcome `o`; a failed WR sends an RC QP to the error state, a UD QP
+    /// to SQE.
+    pub(super) fn finish_send(&mut self, s: Key, w: &SendWqe, o: Outcome) {
+        let Some(q) = self.qps.get(&s) else {
+            return;
+        };
+        let (qpn, rc, send_cq) = (q.qpn, q.qp_type == ffi::IBV_QPT_RC, q.send_cq);
         let success = o.status == ffi::IBV_WC_SUCCESS;
         if !success || w.signaled {
             let c = Completion {
@@ -287,7 +330,7 @@ impl Engine {
                 opcode: w.wc_opcode(),
                 vendor_err: o.vendor_err,
                 byte_len: o.byte_len,
-                qp_num: me.qpn,
+                qp_num: qpn,
                 solicited: !success,
                 ..Default::default()
             };
@@ -300,7 +343,6 @@ impl Engine {
                 self.qp_to_sqe(s);
             }
         }
-        true
     }
 
     /// Takes the next receive of QP `dst` (from its SRQ if it has one),
@@ -316,7 +358,7 @@ impl Engine {
         }
     }
 
-    fn has_receive(&self, dst: Key) -> bool {
+    pub(super) fn has_receive(&self, dst: Key) -> bool {
         match self.qps.get(&dst) {
             Some(q) => match q.srq {
                 Some(srq) => self.srqs.get(&srq).is_some_and(|s| !s.rq.is_empty()),
@@ -329,7 +371,7 @@ impl Engine {
     /// Delivers `data` into the next receive of `dst`, completing it; on a
     /// receive-side error the receive completes in error and `dst` enters
     /// the error state. Returns the scatter result, `None` if no receive.
-    fn deliver_receive(
+    pub(super) fn deliver_receive(
         &mut self,
         dst: Key,
         data: &[u8],
@@ -357,28 +399,10 @@ impl Engine {
         Some(result)
     }
 
-    /// The connected responder of RC sender `me`, or the requester's error.
-    fn rc_peer(&mut self, me: &Sender, w: &SendWqe, data: &[u8]) -> Result<Key, Option<Outcome>> {
-        let retry_exceeded = || fail(ffi::IBV_WC_RETRY_EXC_ERR, vendor_err::NO_RESPONDER);
-        let dgid = gid_bytes(&me.attr.ah_attr.grh.dgid);
+    /// The connected responder of RC sender `me` in this process, or the
+    /// requester's error.
+    fn rc_peer(&self, me: &Sender) -> Result<Key, Option<Outcome>> {
         let sgid = self.gids.valid(usize::from(me.attr.ah_attr.grh.sgid_index));
-        if self.router.route(&self.gids, &dgid) == Route::Remote {
-            let msg = RemoteMessage {
-                sgid: sgid.unwrap_or([0; 16]),
-                src_qpn: me.qpn,
-                dgid,
-                dst_qpn: me.attr.dest_qp_num,
-                qp_type: ffi::IBV_QPT_RC,
-                opcode: w.opcode,
-                data,
-                imm_data: has_imm(w.opcode).then_some(w.imm_data),
-                qkey: 0,
-            };
-            return Err(match self.router.send_remote(&msg) {
-                RemoteOutcome::Delivered => ok(data.len() as u64),
-                RemoteOutcome::Unreachable => retry_exceeded(),
-            });
-        }
         let dst = self.qp_by_num.get(&me.attr.dest_qp_num).copied();
         let connected = dst.and_then(|d| self.qps.get(&d)).is_some_and(|d| {
             d.qp_type == ffi::IBV_QPT_RC
@@ -390,7 +414,7 @@ impl Engine {
             Some(d) if connected => Ok(d),
             // The responder drops what is not from its connected peer: the
             // requester times out and exhausts its retries.
-            _ => Err(retry_exceeded()),
+            _ => Err(fail(ffi::IBV_WC_RETRY_EXC_ERR, vendor_err::NO_RESPONDER)),
         }
     }
 
@@ -399,97 +423,139 @@ impl Engine {
         if len > u64::from(MAX_MSG_SZ) {
             return fail(ffi::IBV_WC_LOC_LEN_ERR, vendor_err::MSG_TOO_LONG);
         }
-        let data = if w.opcode == ffi::IBV_WR_RDMA_READ {
-            if let Payload::Sges(s) = &w.payload {
-                if let Err(e) = self.mrs.check_writable(s, me.pd) {
-                    return fail(ffi::IBV_WC_LOC_PROT_ERR, e.vendor_err());
-                }
-            }
-            Vec::new()
-        } else {
-            match self.mrs.gather(&w.payload, me.pd) {
-                Ok(d) => d,
-                Err(e) => return fail(ffi::IBV_WC_LOC_PROT_ERR, e.vendor_err()),
-            }
+        let data = match self.request_data(me, w) {
+            Ok(d) => d,
+            Err(o) => return o,
         };
-        let dst = match self.rc_peer(me, w, &data) {
+        let dst = match self.rc_peer(me) {
             Ok(d) => d,
             Err(outcome) => return outcome,
         };
-        let (dst_qpn, dst_pd, dst_access) = {
-            let d = self.qps.get(&dst)?;
-            (d.qpn, d.pd, d.attr.qp_access_flags)
+        let req = RcRequest {
+            src_qpn: me.qpn,
+            sl: me.attr.ah_attr.sl,
+            opcode: w.opcode,
+            data: &data,
+            len,
+            imm: has_imm(w.opcode).then_some(w.imm_data),
+            solicited: w.solicited,
+            rkey: w.rkey,
+            remote_addr: w.remote_addr,
         };
-        let imm = has_imm(w.opcode);
+        match self.respond_rc(dst, &req) {
+            Answer::Ack => ok(len),
+            Answer::ReadData(bytes) => self.read_response(me, w, &bytes),
+            Answer::Rnr => None,
+            Answer::Nak(status, vendor_err) => fail(status, vendor_err),
+        }
+    }
+
+    /// The bytes an RC request carries (none for an RDMA READ, whose local
+    /// buffers are checked instead), or the requester's local error.
+    pub(super) fn request_data(
+        &self,
+        me: &Sender,
+        w: &SendWqe,
+    ) -> Result<Vec<u8>, Option<Outcome>> {
+        if w.opcode == ffi::IBV_WR_RDMA_READ {
+            if let Payload::Sges(s) = &w.payload {
+                if let Err(e) = self.mrs.check_writable(s, me.pd) {
+                    return Err(fail(ffi::IBV_WC_LOC_PROT_ERR, e.vendor_err()));
+                }
+            }
+            return Ok(Vec::new());
+        }
+        self.mrs
+            .gather(&w.payload, me.pd)
+            .map_err(|e| fail(ffi::IBV_WC_LOC_PROT_ERR, e.vendor_err()))
+    }
+
+    /// Scatters an RDMA READ's response into the requester's buffers.
+    pub(super) fn read_response(&self, me: &Sender, w: &SendWqe, bytes: &[u8]) -> Option<Outcome> {
+        let Payload::Sges(sges) = &w.payload else {
+            return fail(ffi::IBV_WC_LOC_QP_OP_ERR, 0);
+        };
+        match self.mrs.scatter(sges, me.pd, bytes) {
+            Ok(()) => ok(bytes.len() as u64),
+            Err(_) => fail(ffi::IBV_WC_LOC_PROT_ERR, vendor_err::BOUNDS),
+        }
+    }
+
+    /// Executes RC request `req` at its connected responder QP `dst`.
+    pub(super) fn respond_rc(&mut self, dst: Key, req: &RcRequest<'_>) -> Answer {
+        let Some(d) = self.qps.get(&dst) else {
+            return Answer::Nak(ffi::IBV_WC_REM_OP_ERR, vendor_err::RESPONDER_ERROR);
+        };
+        let (dst_qpn, dst_pd, dst_access) = (d.qpn, d.pd, d.attr.qp_access_flags);
         let recv = Completion {
             opcode: ffi::IBV_WC_RECV,
-            byte_len: len as u32,
-            imm_data: if imm { w.imm_data } else { 0 },
+            byte_len: req.len as u32,
+            imm_data: req.imm.unwrap_or(0),
             qp_num: dst_qpn,
-            src_qp: me.qpn,
-            wc_flags: if imm { ffi::IBV_WC_WITH_IMM } else { 0 },
-            sl: me.attr.ah_attr.sl,
-            solicited: w.solicited,
+            src_qp: req.src_qpn,
+            wc_flags: if req.imm.is_some() {
+                ffi::IBV_WC_WITH_IMM
+            } else {
+                0
+            },
+            sl: req.sl,
+            solicited: req.solicited,
             ..Default::default()
         };
-        match w.opcode {
+        let remote_access = |access: u32| {
+            if dst_access & access == 0 {
+                return Err(Answer::Nak(ffi::IBV_WC_REM_ACCESS_ERR, vendor_err::ACCESS));
+            }
+            Ok(access)
+        };
+        match req.opcode {
             ffi::IBV_WR_SEND | ffi::IBV_WR_SEND_WITH_IMM => {
-                match self.deliver_receive(dst, &data, recv)? {
-                    Ok(()) => ok(len),
-                    Err(ScatterError::TooSmall) => {
-                        fail(ffi::IBV_WC_REM_INV_REQ_ERR, vendor_err::RESPONDER_ERROR)
+                match self.deliver_receive(dst, req.data, recv) {
+                    None => Answer::Rnr,
+                    Some(Ok(())) => Answer::Ack,
+                    Some(Err(ScatterError::TooSmall)) => {
+                        Answer::Nak(ffi::IBV_WC_REM_INV_REQ_ERR, vendor_err::RESPONDER_ERROR)
                     }
-                    Err(ScatterError::Mem(_)) => {
-                        fail(ffi::IBV_WC_REM_OP_ERR, vendor_err::RESPONDER_ERROR)
+                    Some(Err(ScatterError::Mem(_))) => {
+                        Answer::Nak(ffi::IBV_WC_REM_OP_ERR, vendor_err::RESPONDER_ERROR)
                     }
                 }
             }
             ffi::IBV_WR_RDMA_WRITE | ffi::IBV_WR_RDMA_WRITE_WITH_IMM => {
-                if dst_access & ffi::IBV_ACCESS_REMOTE_WRITE == 0 {
-                    return fail(ffi::IBV_WC_REM_ACCESS_ERR, vendor_err::ACCESS);
+                let access = match remote_access(ffi::IBV_ACCESS_REMOTE_WRITE) {
+                    Ok(a) => a,
+                    Err(nak) => return nak,
+                };
+                let (rkey, addr) = (req.rkey, req.remote_addr);
+                if let Err(e) = self.mrs.check_remote(rkey, dst_pd, addr, req.len, access) {
+                    return Answer::Nak(ffi::IBV_WC_REM_ACCESS_ERR, e.vendor_err());
                 }
-                let access = ffi::IBV_ACCESS_REMOTE_WRITE;
-                if let Err(e) = self
-                    .mrs
-                    .check_remote(w.rkey, dst_pd, w.remote_addr, len, access)
-                {
-                    return fail(ffi::IBV_WC_REM_ACCESS_ERR, e.vendor_err());
+                if req.imm.is_some() && !self.has_receive(dst) {
+                    return Answer::Rnr;
                 }
-                if imm && !self.has_receive(dst) {
-                    return None; // RNR
-                }
-                self.mrs.write_remote(w.rkey, w.remote_addr, &data);
-                if imm {
+                self.mrs.write_remote(rkey, addr, req.data);
+                if req.imm.is_some() {
                     let c = Completion {
                         opcode: ffi::IBV_WC_RECV_RDMA_WITH_IMM,
                         ..recv
                     };
                     // No scatter: the data went to the remote address.
-                    self.deliver_receive(dst, &[], c)?.ok()?;
+                    let _ = self.deliver_receive(dst, &[], c);
                 }
-                ok(len)
+                Answer::Ack
             }
             ffi::IBV_WR_RDMA_READ => {
-                if dst_access & ffi::IBV_ACCESS_REMOTE_READ == 0 {
-                    return fail(ffi::IBV_WC_REM_ACCESS_ERR, vendor_err::ACCESS);
-                }
-                let access = ffi::IBV_ACCESS_REMOTE_READ;
-                if let Err(e) = self
-                    .mrs
-                    .check_remote(w.rkey, dst_pd, w.remote_addr, len, access)
-                {
-                    return fail(ffi::IBV_WC_REM_ACCESS_ERR, e.vendor_err());
-                }
-                let bytes = self.mrs.read_remote(w.rkey, w.remote_addr, len);
-                let Payload::Sges(sges) = &w.payload else {
-                    return fail(ffi::IBV_WC_LOC_QP_OP_ERR, 0);
+                let access = match remote_access(ffi::IBV_ACCESS_REMOTE_READ) {
+                    Ok(a) => a,
+                    Err(nak) => return nak,
                 };
-                match self.mrs.scatter(sges, me.pd, &bytes) {
-                    Ok(()) => ok(len),
-                    Err(_) => fail(ffi::IBV_WC_LOC_PROT_ERR, vendor_err::BOUNDS),
+                let (rkey, addr) = (req.rkey, req.remote_addr);
+                if let Err(e) = self.mrs.check_remote(rkey, dst_pd, addr, req.len, access) {
+                    return Answer::Nak(ffi::IBV_WC_REM_ACCESS_ERR, e.vendor_err());
                 }
+                Answer::ReadData(self.mrs.read_remote(rkey, addr, req.len))
             }
-            _ => fail(ffi::IBV_WC_LOC_QP_OP_ERR, 0),
+            _ => Answer::Nak(ffi::IBV_WC_REM_INV_REQ_ERR, vendor_err::RESPONDER_ERROR),
         }
     }
 
@@ -514,33 +580,24 @@ impl Engine {
             .gids
             .valid(usize::from(ud.sgid_index))
             .unwrap_or([0; 16]);
+        let imm = has_imm(w.opcode).then_some(w.imm_data);
         match self.router.route(&self.gids, &ud.dgid) {
-            Route::Local => self.deliver_ud_local(me, w, &ud, qkey, &sgid, &data),
-            Route::Remote => {
-                let msg = RemoteMessage {
-                    sgid,
-                    src_qpn: me.qpn,
-                    dgid: ud.dgid,
-                    dst_qpn: ud.remote_qpn,
-                    qp_type: ffi::IBV_QPT_UD,
-                    opcode: w.opcode,
-                    data: &data,
-                    imm_data: has_imm(w.opcode).then_some(w.imm_data),
-                    qkey,
-                };
-                // Unreachable or not, a datagram completes at the sender.
-                let _ = self.router.send_remote(&msg);
-            }
+            Route::Local => self.deliver_ud(me.qpn, imm, w.solicited, &ud, qkey, &sgid, &data),
+            // Unreachable or not, a datagram completes at the sender.
+            Route::Remote => self.send_ud_remote(me.qpn, imm, w.solicited, &ud, qkey, sgid, data),
         }
         ok(len)
     }
 
-    /// Delivers a UD datagram in-process; anything wrong at the receiver
-    /// (no such QP, wrong state or Q_Key, no receive posted) drops it.
-    fn deliver_ud_local(
+    /// Delivers a UD datagram from QP `src_qpn` (of this process or
+    /// another); anything wrong at the receiver (no such QP, wrong state or
+    /// Q_Key, no receive posted) drops it.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn deliver_ud(
         &mut self,
-        me: &Sender,
-        w: &SendWqe,
+        src_qpn: u32,
+        imm: Option<u32>,
+        solicited: bool,
         ud: &UdDest,
         qkey: u32,
         sgid: &Gid,
@@ -559,19 +616,23 @@ impl Engine {
             self.qkey_violations = self.qkey_violations.wrapping_add(1);
             return;
         }
-        let imm = has_imm(w.opcode);
         let mut msg = Vec::with_capacity(GRH_LEN + data.len());
-        msg.extend_from_slice(&build_grh(ud, sgid, data.len(), imm));
+        msg.extend_from_slice(&build_grh(ud, sgid, data.len(), imm.is_some()));
         msg.extend_from_slice(data);
         let c = Completion {
             opcode: ffi::IBV_WC_RECV,
             byte_len: msg.len() as u32,
-            imm_data: if imm { w.imm_data } else { 0 },
+            imm_data: imm.unwrap_or(0),
             qp_num: d.qpn,
-            src_qp: me.qpn,
-            wc_flags: ffi::IBV_WC_GRH | if imm { ffi::IBV_WC_WITH_IMM } else { 0 },
+            src_qp: src_qpn,
+            wc_flags: ffi::IBV_WC_GRH
+                | if imm.is_some() {
+                    ffi::IBV_WC_WITH_IMM
+                } else {
+                    0
+                },
             sl: ud.sl,
-            solicited: w.solicited,
+            solicited,
             ..Default::default()
         };
         // No receive posted: the datagram is dropped.

@@ -24,6 +24,7 @@ pub mod memory;
 pub mod pd_mr;
 pub mod qp;
 pub mod qp_modify;
+pub mod remote;
 pub mod retry;
 pub mod route;
 pub mod srq;
@@ -63,6 +64,11 @@ pub struct Engine {
     pub router: route::Router,
     /// UD packets dropped for a wrong Q_Key (port counter).
     pub qkey_violations: u32,
+    /// Packets from other processes dropped: for no QP, not from its peer,
+    /// out of order, or answering nothing in flight ([`remote`]).
+    pub remote_dropped: u64,
+    /// The last message number an RC request to another process used.
+    next_msg_id: u32,
     /// QPs that must enter the error state once the current operation ends
     /// (their completion was dropped by an overflowed CQ).
     pending_errors: Vec<Key>,
@@ -85,6 +91,8 @@ impl Engine {
             device_lists: HashSet::new(),
             router: route::Router::default(),
             qkey_violations: 0,
+            remote_dropped: 0,
+            next_msg_id: 0,
             pending_errors: Vec::new(),
             next_handle: 1,
         }

@@ -63,6 +63,8 @@ pub struct Qp {
     pub sq: VecDeque<SendWqe>,
     /// Posted receives (unused with an SRQ).
     pub rq: VecDeque<RecvWqe>,
+    /// A message from a QP of another process, partly received.
+    pub inbound: Option<super::remote::Inbound>,
 }
 
 impl Qp {
@@ -170,6 +172,7 @@ impl Engine {
             sq_sig_all: req.sq_sig_all,
             sq: VecDeque::new(),
             rq: VecDeque::new(),
+            inbound: None,
         };
         self.qp_by_num.insert(qpn, qp.obj.key());
         self.qps.insert(qp.obj.key(), qp);

@@ -250,6 +250,7 @@ impl Engine {
                 // Work is discarded without completions; attributes restart.
                 q.sq.clear();
                 q.rq.clear();
+                q.inbound = None;
                 q.attr = ffi::ibv_qp_attr {
                     cap: q.cap,
                     ..Default::default()
@@ -267,6 +268,7 @@ impl Engine {
     pub fn qp_to_error(&mut self, qp: Key) {
         if let Some(q) = self.qps.get_mut(&qp) {
             q.set_state(ffi::IBV_QPS_ERR);
+            q.inbound = None;
         }
         self.flush_sq(qp);
         self.flush_rq(qp);

@@ -2,14 +2,15 @@
 //!
 //! Every QP of this QEMU process lives in this engine, so a GID in this
 //! device's table is delivered in-process. Any other GID belongs to some
-//! other process of the fabric; delivery there goes through a
-//! [`RemoteFabric`], which is the seam where a later change can join two
-//! QEMU processes (through the mux). Until then [`Isolated`] answers
-//! "unreachable": an RC requester then completes with
-//! `IBV_WC_RETRY_EXC_ERR` once its retry timeout has passed, a UD datagram
-//! is dropped.
+//! other process of the fabric; packets for it go through a
+//! [`RemoteFabric`]: the mux's data path once the fabric client has it
+//! (`crate::fabric`), else [`Isolated`], which cannot send: an RC requester
+//! then completes with `IBV_WC_RETRY_EXC_ERR` once its retry timeout has
+//! passed, a UD datagram is dropped. What happens to packets on either side
+//! is [`super::remote`]'s.
 
 use super::gid::GidTable;
+use pvrdma_fabric::packet::Packet;
 use pvrdma_fabric::Gid;
 
 /// Where a destination GID is.
@@ -21,50 +22,19 @@ pub enum Route {
     Remote,
 }
 
-/// A message for a QP behind a GID of another process.
-#[derive(Debug)]
-pub struct RemoteMessage<'a> {
-    /// Source GID.
-    pub sgid: Gid,
-    /// Source QP number.
-    pub src_qpn: u32,
-    /// Destination GID.
-    pub dgid: Gid,
-    /// Destination QP number.
-    pub dst_qpn: u32,
-    /// `IBV_QPT_RC` or `IBV_QPT_UD`.
-    pub qp_type: u32,
-    /// `IBV_WR_*` opcode.
-    pub opcode: u32,
-    /// Payload (empty for an RDMA read request).
-    pub data: &'a [u8],
-    /// Immediate data, if any (network order).
-    pub imm_data: Option<u32>,
-    /// UD Q_Key.
-    pub qkey: u32,
-}
-
-/// What became of a remote message.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RemoteOutcome {
-    /// Accepted by the remote side.
-    Delivered,
-    /// Nobody answers for that GID/QP.
-    Unreachable,
-}
-
 /// Delivery to the other processes of the fabric.
 pub trait RemoteFabric: Send {
-    /// Delivers `msg`; must not block on the remote QP's progress.
-    fn deliver(&mut self, msg: &RemoteMessage<'_>) -> RemoteOutcome;
+    /// Sends the packets of one message, in order; false if they cannot
+    /// leave this process (no fabric). Must not block on the remote side.
+    fn send(&mut self, packets: &[Packet]) -> bool;
 }
 
-/// No other process is reachable (the current lab: one QEMU per fabric).
+/// No other process is reachable (no mux, or a mux without the data path).
 pub struct Isolated;
 
 impl RemoteFabric for Isolated {
-    fn deliver(&mut self, _msg: &RemoteMessage<'_>) -> RemoteOutcome {
-        RemoteOutcome::Unreachable
+    fn send(&mut self, _packets: &[Packet]) -> bool {
+        false
     }
 }
 
@@ -91,9 +61,10 @@ impl Router {
         }
     }
 
-    /// Hands a message to the remote fabric.
-    pub fn send_remote(&mut self, msg: &RemoteMessage<'_>) -> RemoteOutcome {
-        self.remote.deliver(msg)
+    /// Hands the packets of one message to the remote fabric; false if
+    /// they cannot leave this process.
+    pub fn send_remote(&mut self, packets: &[Packet]) -> bool {
+        self.remote.send(packets)
     }
 
     /// Replaces the remote fabric.

@@ -79,6 +79,29 @@ pub struct SendWqe {
     /// `IBV_WC_RETRY_EXC_ERR` once this instant has passed (see
     /// [`super::retry`]).
     pub retry_deadline: Option<std::time::Instant>,
+    /// RC to a QP of another process: where the request stands
+    /// ([`super::remote`]).
+    pub remote: Option<RemoteWait>,
+}
+
+/// An RC request to another process, waiting at the head of its send queue.
+#[derive(Clone, Debug)]
+pub enum RemoteWait {
+    /// Sent as message `msg_id`; it fails with `IBV_WC_RETRY_EXC_ERR` if no
+    /// answer has come by `deadline`.
+    Sent {
+        /// The message number the answer must carry.
+        msg_id: u32,
+        /// When the requester gives up.
+        deadline: std::time::Instant,
+        /// An RDMA READ's response data so far.
+        read: Vec<u8>,
+    },
+    /// The responder had no receive posted (RNR NAK): send again then.
+    Rnr {
+        /// When to send again.
+        resend_at: std::time::Instant,
+    },
 }
 
 impl SendWqe {

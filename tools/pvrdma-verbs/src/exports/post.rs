@@ -58,6 +58,7 @@ unsafe fn send_wqe(w: &ffi::ibv_send_wr) -> Result<(SendWqe, usize, UdTarget), i
         rkey: rdma.rkey,
         ud: None,
         retry_deadline: None,
+        remote: None,
     };
     let target = UdTarget {
         ah: ud.ah as usize,

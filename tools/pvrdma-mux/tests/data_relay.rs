@@ -1,0 +1,162 @@
+//! The data path through the mux: packets are relayed to the library that
+//! owns their destination GID, only from a library whose process owns their
+//! source GID, and only between libraries that agreed on CAP_DATA; a
+//! malformed DATA frame ends the sender's session. (A library and a fake
+//! QEMU of this one process stand for both ends: a packet to one of its own
+//! GIDs comes back to it.)
+
+mod common;
+
+use std::os::unix::net::UnixStream;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use common::*;
+use pvrdma_fabric::packet::{Op, Packet};
+use pvrdma_fabric::wire::{self, Frame, CAP_DATA, PROTOCOL_VERSION};
+use pvrdma_fabric::{FabricClient, PacketSink};
+
+/// Records the packets relayed to it.
+#[derive(Default)]
+struct Packets {
+    got: Mutex<Vec<Packet>>,
+    changed: Condvar,
+}
+
+impl PacketSink for Packets {
+    fn packet_received(&self, packet: Packet) {
+        self.got.lock().unwrap().push(packet);
+        self.changed.notify_all();
+    }
+}
+
+impl Packets {
+    fn wait_count(&self, n: usize) -> Vec<Packet> {
+        let g = self.got.lock().unwrap();
+        let (g, _) = self
+            .changed
+            .wait_timeout_while(g, Duration::from_secs(5), |v| v.len() < n)
+            .unwrap();
+        g.clone()
+    }
+}
+
+fn data_library(t: &TestMux) -> (FabricClient, Arc<Packets>) {
+    let packets = Arc::new(Packets::default());
+    let client = FabricClient::connect_with_packets(
+        &t.fabric,
+        Arc::new(TestSink::default()),
+        packets.clone(),
+    )
+    .unwrap();
+    (client, packets)
+}
+
+fn packet(sgid: [u8; 16], dgid: [u8; 16], msg_id: u32) -> Packet {
+    Packet {
+        sgid,
+        dgid,
+        src_qpn: 0x11,
+        dst_qpn: 0x12,
+        msg_id,
+        op: Op::Send,
+        msg_len: 5,
+        data: vec![1, 2, 3, 4, 5],
+        ..Default::default()
+    }
+}
+
+#[test]
+fn relays_to_the_owner_of_the_destination_only_from_the_owner_of_the_source() {
+    let t = TestMux::start("relay");
+    let (client, packets) = data_library(&t);
+    assert_eq!(client.caps() & CAP_DATA, CAP_DATA);
+    let mut q = t.qemu();
+    assert_eq!(q.reg(G1), pvrdma_fabric::mux_msg::ErrCode::Ok);
+    let tx = client
+        .packet_sender()
+        .expect("the mux grants the data path");
+
+    // A source GID this process does not own, and a destination nobody
+    // owns: dropped, with a log line each.
+    assert!(tx.send(&packet(G2, G1, 1)));
+    assert!(tx.send(&packet(G1, G3, 2)));
+    // Then a good one, in order behind them.
+    assert!(tx.send(&packet(G1, G1, 3)));
+    let got = packets.wait_count(1);
+    assert_eq!(got, vec![packet(G1, G1, 3)], "{}", t.dump_log());
+    assert!(t.wait_log("is not this process's"), "{}", t.dump_log());
+    assert!(t.wait_log("nobody owns"), "{}", t.dump_log());
+
+    // Once the GID is unregistered, nothing goes to it.
+    assert_eq!(q.unreg(G1), pvrdma_fabric::mux_msg::ErrCode::Ok);
+    assert!(tx.send(&packet(G1, G1, 4)));
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(packets.got.lock().unwrap().len(), 1);
+    drop(client);
+    assert!(
+        t.wait_log("received, 1 relayed, 3 dropped"),
+        "{}",
+        t.dump_log()
+    );
+}
+
+#[test]
+fn a_library_without_the_data_path_gets_no_packets_and_may_send_none() {
+    let t = TestMux::start("nocap");
+    // A library that does not offer CAP_DATA is not granted it.
+    let (client, _sink) = t.library();
+    assert_eq!(client.caps(), 0);
+    assert!(client.packet_sender().is_none());
+    drop(client);
+    assert!(t.wait_libraries_closed(1));
+
+    // A raw one that sends DATA anyway is disconnected.
+    let mut s = UnixStream::connect(&t.fabric).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let hello = Frame::Hello {
+        version: PROTOCOL_VERSION,
+        pid: std::process::id(),
+        caps: 0,
+        name: "raw".into(),
+    };
+    wire::write_frame(&mut s, 0, &hello).unwrap();
+    match wire::read_frame(&mut s).unwrap() {
+        Some((_, Frame::Welcome { caps, .. })) => assert_eq!(caps, 0),
+        other => panic!("{other:?}"),
+    }
+    wire::write_frame(&mut s, 0, &Frame::Data(packet(G1, G1, 1))).unwrap();
+    assert!(matches!(
+        wire::read_frame(&mut s),
+        Ok(Some((_, Frame::Error(_))))
+    ));
+    assert!(t.wait_libraries_closed(2), "{}", t.dump_log());
+}
+
+#[test]
+fn a_malformed_data_frame_ends_the_session() {
+    let t = TestMux::start("baddata");
+    let mut s = UnixStream::connect(&t.fabric).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let hello = Frame::Hello {
+        version: PROTOCOL_VERSION,
+        pid: std::process::id(),
+        caps: CAP_DATA,
+        name: "raw".into(),
+    };
+    wire::write_frame(&mut s, 0, &hello).unwrap();
+    match wire::read_frame(&mut s).unwrap() {
+        Some((_, Frame::Welcome { caps, .. })) => assert_eq!(caps, CAP_DATA),
+        other => panic!("{other:?}"),
+    }
+    // A packet whose data runs past its message's length.
+    let mut p = packet(G1, G1, 1);
+    p.msg_len = 2;
+    let bytes = Frame::Data(p).encode(0);
+    std::io::Write::write_all(&mut s, &bytes).unwrap();
+    assert!(t.wait_log("read failed"), "{}", t.dump_log());
+    assert!(t.wait_libraries_closed(1), "{}", t.dump_log());
+    // The mux still serves others.
+    let (client, _) = data_library(&t);
+    assert_eq!(client.caps(), CAP_DATA);
+}

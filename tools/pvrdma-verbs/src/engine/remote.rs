@@ -1,0 +1,441 @@
+//! RC and UD between QPs of two processes: the requester's and the
+//! responder's halves of the fabric's data path ([`pvrdma_fabric::packet`]).
+//!
+//! **Requester.** An RC send WR whose destination GID is not this device's
+//! is cut into packets and handed to the router; it then waits at the head
+//! of its send queue ([`RemoteWait::Sent`]) until the answer with its
+//! message number comes, so a QP has one message in flight at a time and
+//! completes its WRs in order. An ACK completes it; an RDMA READ response
+//! is collected and scattered into the WR's buffers; a NAK completes it in
+//! error (the QP goes to the error state); an RNR NAK makes it wait
+//! [`RNR_DELAY`] and go out again (every RNR wait is infinite, as for
+//! in-process sends). With no answer by its deadline, the QP's retry timeout
+//! × (`retry_cnt` + 1) but at least [`MIN_REMOTE_WAIT`], it completes with
+//! `IBV_WC_RETRY_EXC_ERR`, as when a peer dies.
+//!
+//! **Responder.** Packets for a QP are taken only from its connected peer
+//! (its `dest_qp_num` and destination GID) while it can receive, and only in
+//! order (each packet continues the message at the offset the previous one
+//! ended); anything else is dropped and counted, so a requester that is not
+//! the peer times out, as on a real fabric. A complete message is executed
+//! by the same code as an in-process request ([`Engine::respond_rc`]), and
+//! its answer goes back to the requester. A UD datagram is delivered like an
+//! in-process one.
+//!
+//! Nothing a packet says is trusted beyond what [`Packet::decode`] checked:
+//! QP numbers are looked up, the requester's GID and QP must be the
+//! responder's peer, answers must carry the message number in flight, and
+//! reassembly takes only contiguous data up to the length of the message
+//! (at most [`MAX_MESSAGE`]); memory is touched only through the MR checks
+//! every request passes.
+
+use super::datapath::{
+    fail, gid_bytes, has_imm, ok, unanswered, Answer, Outcome, RcRequest, Sender,
+};
+use super::retry;
+use super::route::Route;
+use super::wqe::{vendor_err, RemoteWait, SendWqe, UdDest};
+use super::{Engine, Key};
+use crate::ffi;
+use pvrdma_fabric::packet::{flag, Op, Packet, Syndrome, MAX_MESSAGE};
+use pvrdma_fabric::Gid;
+use std::time::{Duration, Instant};
+
+/// How long a requester waits before sending a message again after an RNR NAK.
+pub const RNR_DELAY: Duration = Duration::from_millis(1);
+/// The shortest a requester waits for an answer from another process: its
+/// answer crosses two sockets and the mux, whatever the QP's timeout says.
+pub const MIN_REMOTE_WAIT: Duration = Duration::from_millis(250);
+
+/// A message from a QP of another process, partly received.
+#[derive(Debug)]
+pub struct Inbound {
+    /// Its first packet, without data (the fields the message is executed with).
+    head: Packet,
+    /// The data so far.
+    data: Vec<u8>,
+}
+
+/// The `IBV_WR_*` opcode of a request packet.
+fn wr_opcode(p: &Packet) -> u32 {
+    let imm = p.flags & flag::IMM != 0;
+    match (p.op, imm) {
+        (Op::Write, false) => ffi::IBV_WR_RDMA_WRITE,
+        (Op::Write, true) => ffi::IBV_WR_RDMA_WRITE_WITH_IMM,
+        (Op::ReadRequest, _) => ffi::IBV_WR_RDMA_READ,
+        (_, false) => ffi::IBV_WR_SEND,
+        (_, true) => ffi::IBV_WR_SEND_WITH_IMM,
+    }
+}
+
+/// The packet op and flags of a send WR.
+fn request_op(w: &SendWqe) -> (Op, u8) {
+    let op = match w.opcode {
+        ffi::IBV_WR_RDMA_WRITE | ffi::IBV_WR_RDMA_WRITE_WITH_IMM => Op::Write,
+        ffi::IBV_WR_RDMA_READ => Op::ReadRequest,
+        _ => Op::Send,
+    };
+    let mut flags = 0;
+    if has_imm(w.opcode) {
+        flags |= flag::IMM;
+    }
+    if w.solicited {
+        flags |= flag::SOLICITED;
+    }
+    (op, flags)
+}
+
+impl Engine {
+    /// Whether RC sender `me`'s destination GID belongs to another process.
+    pub(super) fn rc_is_remote(&self, me: &Sender) -> bool {
+        let dgid = gid_bytes(&me.attr.ah_attr.grh.dgid);
+        self.router.route(&self.gids, &dgid) == Route::Remote
+    }
+
+    fn fresh_msg_id(&mut self) -> u32 {
+        self.next_msg_id = self.next_msg_id.wrapping_add(1);
+        self.next_msg_id
+    }
+
+    /// Sends (or keeps waiting for) RC WR `w` to another process; `None`
+    /// while it waits at the head of the send queue.
+    pub(super) fn exec_rc_remote(&mut self, me: &Sender, w: &mut SendWqe) -> Option<Outcome> {
+        let now = Instant::now();
+        match &w.remote {
+            Some(RemoteWait::Sent { deadline, .. }) => {
+                return if now >= *deadline {
+                    crate::log::vlog!(
+                        "rc_remote_timeout",
+                        "qp_num={:#x} wr_id={:#x}: no answer from the peer",
+                        me.qpn,
+                        w.wr_id
+                    );
+                    fail(ffi::IBV_WC_RETRY_EXC_ERR, vendor_err::NO_RESPONDER)
+                } else {
+                    None
+                };
+            }
+            Some(RemoteWait::Rnr { resend_at }) if now < *resend_at => return None,
+            _ => {}
+        }
+        let len = w.payload.byte_len();
+        if len > u64::from(MAX_MESSAGE) {
+            return fail(ffi::IBV_WC_LOC_LEN_ERR, vendor_err::MSG_TOO_LONG);
+        }
+        let data = match self.request_data(me, w) {
+            Ok(d) => d,
+            Err(o) => return o,
+        };
+        let sgid = self.gids.valid(usize::from(me.attr.ah_attr.grh.sgid_index));
+        let msg_id = self.fresh_msg_id();
+        let (op, flags) = request_op(w);
+        let template = Packet {
+            sgid: sgid.unwrap_or([0; 16]),
+            dgid: gid_bytes(&me.attr.ah_attr.grh.dgid),
+            src_qpn: me.qpn,
+            dst_qpn: me.attr.dest_qp_num,
+            msg_id,
+            op,
+            flags,
+            sl: me.attr.ah_attr.sl,
+            imm: w.imm_data,
+            rkey: w.rkey,
+            remote_addr: w.remote_addr,
+            ..Default::default()
+        };
+        let packets = if op == Op::ReadRequest {
+            vec![Packet {
+                msg_len: len as u32,
+                ..template
+            }]
+        } else {
+            Packet::segments(&template, &data)
+        };
+        if sgid.is_none() || !self.router.send_remote(&packets) {
+            // Nothing left this process: retry until the deadline, like a
+            // requester whose packets are lost.
+            w.remote = None;
+            return unanswered(
+                me,
+                w,
+                Outcome {
+                    status: ffi::IBV_WC_RETRY_EXC_ERR,
+                    vendor_err: vendor_err::NO_RESPONDER,
+                    byte_len: 0,
+                },
+            );
+        }
+        let deadline =
+            now + retry::retry_wait(me.attr.timeout, me.attr.retry_cnt).max(MIN_REMOTE_WAIT);
+        retry::schedule(deadline);
+        w.remote = Some(RemoteWait::Sent {
+            msg_id,
+            deadline,
+            read: Vec::new(),
+        });
+        None
+    }
+
+    /// A UD datagram to another process: one packet, sent or not (a
+    /// datagram completes at the sender either way).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn send_ud_remote(
+        &mut self,
+        src_qpn: u32,
+        imm: Option<u32>,
+        solicited: bool,
+        ud: &UdDest,
+        qkey: u32,
+        sgid: Gid,
+        data: Vec<u8>,
+    ) {
+        let mut flags = 0;
+        if imm.is_some() {
+            flags |= flag::IMM;
+        }
+        if solicited {
+            flags |= flag::SOLICITED;
+        }
+        let packet = Packet {
+            sgid,
+            dgid: ud.dgid,
+            src_qpn,
+            dst_qpn: ud.remote_qpn,
+            op: Op::UdSend,
+            flags,
+            sl: ud.sl,
+            hop_limit: ud.hop_limit,
+            traffic_class: ud.traffic_class,
+            flow_label: ud.flow_label & 0xf_ffff,
+            imm: imm.unwrap_or(0),
+            qkey,
+            msg_len: data.len() as u32,
+            data,
+            ..Default::default()
+        };
+        let _ = self.router.send_remote(&[packet]);
+    }
+
+    /// A packet from another process (the fabric client's thread calls
+    /// this with the engine locked); then runs whatever can progress.
+    pub fn packet_received(&mut self, p: Packet) {
+        let taken = if !self.gids.contains(&p.dgid) {
+            Err("destination GID is not this device's")
+        } else if p.op.is_answer() {
+            self.answer_received(&p)
+        } else if p.op == Op::UdSend {
+            self.ud_received(&p)
+        } else {
+            self.request_received(p.clone())
+        };
+        if let Err(why) = taken {
+            self.remote_dropped = self.remote_dropped.wrapping_add(1);
+            crate::log::vlog!(
+                "packet_dropped",
+                "{:?} from {} qp {:#x} to qp {:#x} msg {} at {}: {why}",
+                p.op,
+                crate::fmt_gid(&p.sgid),
+                p.src_qpn,
+                p.dst_qpn,
+                p.msg_id,
+                p.offset
+            );
+        }
+        self.progress();
+    }
+
+    /// The RC QP number `qpn` if `p` comes from its connected peer.
+    fn peer_qp(&self, qpn: u32, p: &Packet) -> Result<Key, &'static str> {
+        let key = *self.qp_by_num.get(&qpn).ok_or("no such QP")?;
+        let q = self.qps.get(&key).ok_or("no such QP")?;
+        if q.qp_type != ffi::IBV_QPT_RC {
+            return Err("not an RC QP");
+        }
+        if q.attr.dest_qp_num != p.src_qpn || gid_bytes(&q.attr.ah_attr.grh.dgid) != p.sgid {
+            return Err("not from the QP's connected peer");
+        }
+        Ok(key)
+    }
+
+    /// An answer to the message at the head of a send queue.
+    fn answer_received(&mut self, p: &Packet) -> Result<(), &'static str> {
+        let s = self.peer_qp(p.dst_qpn, p)?;
+        let q = self.qps.get_mut(&s).ok_or("no such QP")?;
+        let me = Sender {
+            qpn: q.qpn,
+            pd: q.pd,
+            attr: q.attr,
+        };
+        let head = q.sq.front_mut().ok_or("nothing in flight")?;
+        let requested = head.payload.byte_len();
+        let is_read = head.opcode == ffi::IBV_WR_RDMA_READ;
+        let Some(RemoteWait::Sent { msg_id, read, .. }) = &mut head.remote else {
+            return Err("nothing in flight");
+        };
+        if *msg_id != p.msg_id {
+            return Err("not the message in flight");
+        }
+        let outcome = match p.op {
+            Op::Ack if !is_read => ok(requested),
+            Op::ReadResponse if is_read => {
+                if u64::from(p.msg_len) != requested || p.offset as usize != read.len() {
+                    return Err("READ response out of order or of the wrong length");
+                }
+                read.extend_from_slice(&p.data);
+                if !p.is_last() {
+                    return Ok(());
+                }
+                None // scattered below, once the WR is off the queue
+            }
+            Op::RnrNak => {
+                let resend_at = Instant::now() + RNR_DELAY;
+                head.remote = Some(RemoteWait::Rnr { resend_at });
+                retry::schedule(resend_at);
+                return Ok(());
+            }
+            Op::Nak => {
+                let status = match p.syndrome {
+                    Some(Syndrome::RemoteAccess) => ffi::IBV_WC_REM_ACCESS_ERR,
+                    Some(Syndrome::InvalidRequest) => ffi::IBV_WC_REM_INV_REQ_ERR,
+                    _ => ffi::IBV_WC_REM_OP_ERR,
+                };
+                fail(status, u32::from(p.detail))
+            }
+            _ => return Err("answer does not fit the request"),
+        };
+        let Some(w) = q.sq.pop_front() else {
+            return Err("nothing in flight");
+        };
+        let outcome = match (outcome, &w.remote) {
+            (Some(o), _) => Some(o),
+            (None, Some(RemoteWait::Sent { read, .. })) => self.read_response(&me, &w, read),
+            (None, _) => None,
+        };
+        if let Some(o) = outcome {
+            self.finish_send(s, &w, o);
+        }
+        Ok(())
+    }
+
+    /// A packet of an RC request; a complete message is executed.
+    fn request_received(&mut self, p: Packet) -> Result<(), &'static str> {
+        let d = self.peer_qp(p.dst_qpn, &p)?;
+        let q = self.qps.get_mut(&d).ok_or("no such QP")?;
+        if !q.can_receive() {
+            return Err("QP does not receive in its state");
+        }
+        let complete = if p.op == Op::ReadRequest {
+            q.inbound = None;
+            Some((p, Vec::new()))
+        } else if p.offset == 0 {
+            let complete = p.is_last();
+            let (head, data) = split(p);
+            if complete {
+                q.inbound = None;
+                Some((head, data))
+            } else {
+                q.inbound = Some(Inbound { head, data });
+                None
+            }
+        } else {
+            let Some(i) = q.inbound.as_mut() else {
+                return Err("continues no message");
+            };
+            let h = &i.head;
+            if h.msg_id != p.msg_id || h.op != p.op || h.msg_len != p.msg_len {
+                return Err("continues another message");
+            }
+            if p.offset as usize != i.data.len() {
+                return Err("out of order");
+            }
+            i.data.extend_from_slice(&p.data);
+            if p.is_last() {
+                q.inbound.take().map(|i| (i.head, i.data))
+            } else {
+                None
+            }
+        };
+        if let Some((head, data)) = complete {
+            self.execute_remote(d, &head, &data);
+        }
+        Ok(())
+    }
+
+    /// Executes a complete request message at responder QP `d` and sends
+    /// the answer back.
+    fn execute_remote(&mut self, d: Key, head: &Packet, data: &[u8]) {
+        let req = RcRequest {
+            src_qpn: head.src_qpn,
+            sl: head.sl,
+            opcode: wr_opcode(head),
+            data,
+            len: u64::from(head.msg_len),
+            imm: (head.flags & flag::IMM != 0).then_some(head.imm),
+            solicited: head.flags & flag::SOLICITED != 0,
+            rkey: head.rkey,
+            remote_addr: head.remote_addr,
+        };
+        let answer = self.respond_rc(d, &req);
+        let template = Packet {
+            sgid: head.dgid,
+            dgid: head.sgid,
+            src_qpn: head.dst_qpn,
+            dst_qpn: head.src_qpn,
+            msg_id: head.msg_id,
+            ..Default::default()
+        };
+        let packets = match answer {
+            Answer::Ack => vec![Packet {
+                op: Op::Ack,
+                ..template
+            }],
+            Answer::Rnr => vec![Packet {
+                op: Op::RnrNak,
+                ..template
+            }],
+            Answer::Nak(status, vendor_err) => vec![Packet {
+                op: Op::Nak,
+                syndrome: Some(match status {
+                    ffi::IBV_WC_REM_ACCESS_ERR => Syndrome::RemoteAccess,
+                    ffi::IBV_WC_REM_INV_REQ_ERR => Syndrome::InvalidRequest,
+                    _ => Syndrome::RemoteOperation,
+                }),
+                detail: vendor_err.min(0xff) as u8,
+                ..template
+            }],
+            Answer::ReadData(bytes) => Packet::segments(
+                &Packet {
+                    op: Op::ReadResponse,
+                    ..template
+                },
+                &bytes,
+            ),
+        };
+        // An answer that cannot leave is lost: the requester times out.
+        let _ = self.router.send_remote(&packets);
+    }
+
+    /// A UD datagram from another process.
+    fn ud_received(&mut self, p: &Packet) -> Result<(), &'static str> {
+        let ud = UdDest {
+            dgid: p.dgid,
+            sgid_index: 0,
+            hop_limit: p.hop_limit,
+            traffic_class: p.traffic_class,
+            flow_label: p.flow_label,
+            sl: p.sl,
+            remote_qpn: p.dst_qpn,
+            remote_qkey: p.qkey,
+        };
+        let imm = (p.flags & flag::IMM != 0).then_some(p.imm);
+        let solicited = p.flags & flag::SOLICITED != 0;
+        self.deliver_ud(p.src_qpn, imm, solicited, &ud, p.qkey, &p.sgid, &p.data);
+        Ok(())
+    }
+}
+
+/// A packet's header (data moved out) and its data.
+fn split(mut p: Packet) -> (Packet, Vec<u8>) {
+    let data = std::mem::take(&mut p.data);
+    (p, data)
+}
