@@ -11,6 +11,9 @@
 #   lab.kdir=PATH         the test kernel's build dir (modules.order: dependencies)
 #   lab.test=NAME         runs tests/guest/tests/NAME.sh
 #   lab.timeout=SECONDS   the guest-side time limit of that script
+#   lab.role=server|client, lab.ip=192.0.2.N, lab.peer=192.0.2.M
+#                         a two-guest test: this guest's role, its address and the
+#                         other guest's (one guest alone: 192.0.2.1, no role)
 # and shares the per-test results directory writable under the tag "results".
 #
 # Whatever happens, this script writes what it saw into the results directory
@@ -25,7 +28,9 @@ R=/run/results
 LAB_RESULTS=$R
 export LAB_RESULTS
 LAB_IP=192.0.2.1
-export LAB_IP
+LAB_PEER_IP=
+LAB_ROLE=
+export LAB_IP LAB_PEER_IP LAB_ROLE
 
 # --- Early mounts -----------------------------------------------------------
 # init's own steps use the host's static busybox: under TCG, starting a dynamically
@@ -171,6 +176,9 @@ for arg in $lab_cmdline; do
 	lab.kdir=*) LAB_KDIR=${arg#lab.kdir=} ;;
 	lab.test=*) LAB_TEST=${arg#lab.test=} ;;
 	lab.timeout=*) LAB_TIMEOUT=${arg#lab.timeout=} ;;
+	lab.role=*) LAB_ROLE=${arg#lab.role=} ;;
+	lab.ip=*) LAB_IP=${arg#lab.ip=} ;;
+	lab.peer=*) LAB_PEER_IP=${arg#lab.peer=} ;;
 	lab.env.*)
 		# The run's settings for its tests (pvrdma-lab run --guest-env): LAB_ variables only,
 		# as the runner checked them.
@@ -195,6 +203,18 @@ esac
 case "$LAB_TIMEOUT" in
 "" | *[!0-9]*) setup_failed "bad lab.timeout '$LAB_TIMEOUT'" ;;
 esac
+# The lab's addresses are 192.0.2.0/24's (documentation) only.
+for lab_addr in "$LAB_IP" ${LAB_PEER_IP:+"$LAB_PEER_IP"}; do
+	case "${lab_addr#192.0.2.}" in
+	"$lab_addr" | "" | *[!0-9]* | ????*) setup_failed "bad lab address '$lab_addr' (192.0.2.N only)" ;;
+	esac
+done
+case "$LAB_ROLE" in
+"" | server | client) ;;
+*) setup_failed "bad lab.role '$LAB_ROLE'" ;;
+esac
+[ -z "$LAB_ROLE" ] || [ -n "$LAB_PEER_IP" ] || setup_failed "lab.role=$LAB_ROLE without lab.peer"
+log "role=${LAB_ROLE:-alone} ip=$LAB_IP peer=${LAB_PEER_IP:-none}"
 LAB_SCRIPT=$LAB_DIR/tests/$LAB_TEST.sh
 [ -r "$LAB_SCRIPT" ] || setup_failed "no test script $LAB_SCRIPT"
 [ -r "$LAB_MODULE" ] || setup_failed "no driver module at '$LAB_MODULE'"

@@ -481,3 +481,61 @@ lab_perftest_lat() {
 		if ($4 > 0) printf " (%.1f / %.1f / %.1f us at %.0f MHz)", $1 / $4, $2 / $4, $3 / $4, $4
 	}')"
 }
+
+# --- Two-guest tests (lab-guests: 2) ------------------------------------------------
+# The server guest is 192.0.2.1, the client 192.0.2.2 (LAB_ROLE, LAB_IP,
+# LAB_PEER_IP); their only network is the link between their vmxnet3s.
+
+# lab_ready_signal PORT SECONDS: (server) tells the client, once, that the
+# step's server listens: answers "ready" to one TCP connection on PORT, in the
+# background, for at most SECONDS.
+lab_ready_signal() {
+	echo ready | timeout "$2" busybox nc -l -p "$1" >/dev/null 2>&1 &
+}
+
+# lab_ready_wait PORT SECONDS TAG: (client) waits until the server guest says
+# its server listens (lab_ready_signal), or fails the test.
+lab_ready_wait() {
+	n=$(($2 * 5))
+	while [ "$n" -gt 0 ]; do
+		if [ "$(timeout 2 busybox nc "$LAB_PEER_IP" "$1" </dev/null 2>/dev/null)" = ready ]; then
+			return 0
+		fi
+		sleep 0.2
+		n=$((n - 1))
+	done
+	lab_fail "$3: the server guest ($LAB_PEER_IP) did not say it was ready within $2 s"
+}
+
+# lab_serve_step TAG LIMIT LOG LISTEN PORT READY_PORT COMMAND...: (server)
+# starts COMMAND, waits until it listens (LISTEN: tcp or cm, on PORT), tells
+# the client and waits for the server to end; fails the test if it did not
+# end well.
+lab_serve_step() {
+	tag=$1
+	limit=$2
+	log=$3
+	kind=$4
+	port=$5
+	ready=$6
+	shift 6
+	lab_server_start "$limit" "$log" "$@"
+	lab_wait_listen "$kind" "$port" 60 "$tag" "$log"
+	lab_ready_signal "$ready" "$limit"
+	lab_server_wait
+	lab_check_exit "$tag server" "$LAB_SERVER_STATUS" "$log" "$limit"
+}
+
+# lab_client_step TAG LIMIT LOG READY_PORT COMMAND...: (client) waits until
+# the server guest is ready, runs COMMAND; fails the test if it did not end well.
+lab_client_step() {
+	tag=$1
+	limit=$2
+	log=$3
+	ready=$4
+	shift 4
+	lab_ready_wait "$ready" 120 "$tag"
+	lab_note "client: $*"
+	timeout -k 5 "$limit" stdbuf -oL "$@" >"$log" 2>&1 </dev/null
+	lab_check_exit "$tag client" "$?" "$log" "$limit"
+}

@@ -1,7 +1,9 @@
 //! The guest tests: one shell script per test in `tests/guest/tests/`, whose
 //! header says what it checks (`# lab-about: ...`), how long it may run in
 //! the guest (`# lab-timeout: SECONDS`) and what the guest's kernel command
-//! line needs beyond the lab's own (`# lab-kernel-args: kunit.enable=1`).
+//! line needs beyond the lab's own (`# lab-kernel-args: kunit.enable=1`), and
+//! whether it runs on two guests joined by one fabric (`# lab-guests: 2`: a
+//! server guest and a client guest, for every pair of drivers).
 
 use std::fs;
 use std::path::Path;
@@ -24,6 +26,8 @@ pub struct GuestTest {
     pub timeout_secs: u64,
     /// Kernel command line arguments the test needs, from `# lab-kernel-args:`.
     pub kernel_args: Vec<String>,
+    /// Guests the test runs on (1, or 2 from `# lab-guests: 2`).
+    pub guests: u8,
 }
 
 /// Whether `name` can name a test: it is passed on the guest's kernel command
@@ -66,6 +70,7 @@ pub fn discover(dir: &Path) -> Result<Vec<GuestTest>, String> {
             about: header.about,
             timeout_secs: header.timeout_secs,
             kernel_args: header.kernel_args,
+            guests: header.guests,
         });
     }
     tests.sort_by(|a, b| a.name.cmp(&b.name));
@@ -78,6 +83,7 @@ struct Header {
     about: String,
     timeout_secs: u64,
     kernel_args: Vec<String>,
+    guests: u8,
 }
 
 /// Whether `arg` may go on the guest's kernel command line as one argument:
@@ -101,6 +107,7 @@ fn parse_header(text: &str) -> Result<Header, String> {
         about: String::new(),
         timeout_secs: DEFAULT_TIMEOUT_SECS,
         kernel_args: Vec::new(),
+        guests: 1,
     };
     for line in text.lines().take_while(|l| l.starts_with('#')) {
         if let Some(value) = line.strip_prefix("# lab-about:") {
@@ -117,6 +124,12 @@ fn parse_header(text: &str) -> Result<Header, String> {
                         value.trim()
                     )
                 })?;
+        } else if let Some(value) = line.strip_prefix("# lab-guests:") {
+            header.guests = match value.trim() {
+                "1" => 1,
+                "2" => 2,
+                other => return Err(format!("lab-guests must be 1 or 2, not '{other}'")),
+            };
         } else if let Some(value) = line.strip_prefix("# lab-kernel-args:") {
             for arg in value.split_whitespace() {
                 if !valid_kernel_arg(arg) {
@@ -150,6 +163,7 @@ mod tests {
                 about: "checks things".to_string(),
                 timeout_secs: 42,
                 kernel_args: vec!["kunit.enable=1".to_string(), "quiet".to_string()],
+                guests: 1,
             })
         );
     }
@@ -162,8 +176,11 @@ mod tests {
                 about: String::new(),
                 timeout_secs: DEFAULT_TIMEOUT_SECS,
                 kernel_args: Vec::new(),
+                guests: 1,
             })
         );
+        assert_eq!(parse_header("# lab-guests: 2\n").map(|h| h.guests), Ok(2));
+        assert!(parse_header("# lab-guests: 3\n").is_err());
         assert!(parse_header("# lab-timeout: 0\n").is_err());
         assert!(parse_header("# lab-timeout: soon\n").is_err());
     }

@@ -13,6 +13,7 @@ mod layout;
 mod matrix;
 mod model;
 mod mux;
+mod pair;
 mod pool;
 mod qemu;
 mod reference_bugs;
@@ -215,13 +216,30 @@ fn seconds(value: Option<f64>) -> String {
     value.map_or("?".to_string(), |s| format!("{s:.2} s"))
 }
 
-/// One test to run: on which model, with which driver.
+/// One test to run: on which model, with which driver (for a two-guest
+/// test: the server's, and `client` the client's).
 struct Run<'a> {
     layout: &'a Layout,
     model: DeviceModel,
     driver: Driver,
     module: &'a Path,
+    client: Option<(Driver, &'a Path)>,
     test: &'a GuestTest,
+}
+
+/// The name of a test's entry: `model/driver/test`, and for a two-guest
+/// test `model/server-driver/test-client-<client driver>` (so that the
+/// results table keeps one column per model and driver).
+fn entry_name(model: DeviceModel, driver: Driver, client: Option<Driver>, test: &str) -> String {
+    match client {
+        None => format!("{}/{}/{test}", model.name(), driver.name()),
+        Some(c) => format!(
+            "{}/{}/{test}-client-{}",
+            model.name(),
+            driver.name(),
+            c.name()
+        ),
+    }
 }
 
 /// A test that ran: its TAP result and the lines to print under it.
@@ -242,20 +260,32 @@ impl Run<'_> {
     /// Runs the test; returns its result and what it noted, or the signal that
     /// interrupted it.
     fn execute(&self) -> Result<Finished, i32> {
-        let dir = self
-            .layout
-            .results
-            .join(self.model.name())
-            .join(self.driver.name())
-            .join(&self.test.name);
-        let outcome = match session::run(
-            self.layout,
+        let name = entry_name(
             self.model,
             self.driver,
-            self.module,
-            self.test,
-            &dir,
-        ) {
+            self.client.map(|c| c.0),
+            &self.test.name,
+        );
+        let dir = self.layout.results.join(name);
+        let ran = match self.client {
+            None => session::run(
+                self.layout,
+                self.model,
+                self.driver,
+                self.module,
+                self.test,
+                &dir,
+            ),
+            Some(client) => pair::run(
+                self.layout,
+                self.model,
+                (self.driver, self.module),
+                client,
+                self.test,
+                &dir,
+            ),
+        };
+        let outcome = match ran {
             Ok(outcome) => outcome,
             Err(RunError::Interrupted(signum)) => return Err(signum),
             Err(RunError::Failed(why)) => {
@@ -338,7 +368,17 @@ fn run(options: &RunOptions) -> ExitCode {
         return ExitCode::from(EXIT_USAGE);
     }
     let mut tap = Reporter::new(Some(&layout.results.join("summary.tap")));
-    tap.plan(models.len() * drivers.len() * tests.len());
+    let per_model: usize = tests
+        .iter()
+        .map(|t| {
+            if t.guests == 2 {
+                drivers.len() * drivers.len()
+            } else {
+                drivers.len()
+            }
+        })
+        .sum();
+    tap.plan(models.len() * per_model);
     let mut versions = Vec::new();
     let checked = preflight(&layout).and_then(|()| {
         for &model in &models {
@@ -374,21 +414,33 @@ fn run(options: &RunOptions) -> ExitCode {
         for &driver in &drivers {
             let module = driver_module(&layout, driver);
             for test in &tests {
-                let name = format!("{}/{}/{}", model.name(), driver.name(), test.name);
-                let work = match (&module, known::not_applicable(model, &test.name)) {
-                    (Err(result), _) => Err(result.clone()),
-                    (Ok(_), Some(entry)) if !options.run_not_applicable => {
-                        Err(known::skip_result(entry))
-                    }
-                    (Ok(module), _) => Ok(Run {
-                        layout: &layout,
-                        model,
-                        driver,
-                        module,
-                        test,
-                    }),
+                // A two-guest test runs with every driver as the client's.
+                let clients: Vec<Option<Driver>> = if test.guests == 2 {
+                    drivers.iter().copied().map(Some).collect()
+                } else {
+                    vec![None]
                 };
-                entries.push(Entry { name, work });
+                for client in clients {
+                    let name = entry_name(model, driver, client, &test.name);
+                    let client_module = client.map(|c| (c, driver_module(&layout, c)));
+                    let not_applicable = known::not_applicable(model, &test.name);
+                    let work = match (&module, client_module, not_applicable) {
+                        (Err(result), _, _) => Err(result.clone()),
+                        (_, Some((_, Err(result))), _) => Err(result),
+                        (Ok(_), _, Some(entry)) if !options.run_not_applicable => {
+                            Err(known::skip_result(entry))
+                        }
+                        (Ok(module), client, _) => Ok(Run {
+                            layout: &layout,
+                            model,
+                            driver,
+                            module,
+                            client: client.and_then(|(c, m)| m.ok().map(|m| (c, m))),
+                            test,
+                        }),
+                    };
+                    entries.push(Entry { name, work });
+                }
             }
         }
     }

@@ -9,6 +9,24 @@ const RAM: &str = "1G";
 /// vCPUs: a pingpong server and client poll their CQs at the same time.
 const CPUS: &str = "2";
 
+/// One end of the link between the two guests of a two-guest test: their
+/// vmxnet3s joined by a QEMU stream netdev over a unix socket (the server's
+/// QEMU listens, the client's connects), and nothing else.
+pub struct Link<'a> {
+    /// `server` or `client` (the guest's `lab.role=`).
+    pub role: &'a str,
+    /// This guest's address (`lab.ip=`), from 192.0.2.0/24.
+    pub ip: &'a str,
+    /// The other guest's address (`lab.peer=`).
+    pub peer_ip: &'a str,
+    /// The vmxnet3's MAC address (the two must differ).
+    pub mac: &'a str,
+    /// The unix socket joining the two vmxnet3s.
+    pub socket: &'a Path,
+    /// Whether this QEMU listens on it (the other connects).
+    pub listen: bool,
+}
+
 /// What one guest needs.
 pub struct Guest<'a> {
     /// The kernel image.
@@ -40,6 +58,8 @@ pub struct Guest<'a> {
     pub verbs_lib: &'a Path,
     /// Where the verbs library logs.
     pub verbs_log: &'a Path,
+    /// For a two-guest test: this guest's end of the link to the other.
+    pub link: Option<Link<'a>>,
 }
 
 /// A path as a QEMU option value: commas are doubled (QEMU's escape).
@@ -89,12 +109,18 @@ impl Guest<'_> {
             line.push(' ');
             line.push_str(arg);
         }
+        if let Some(link) = &self.link {
+            line.push_str(&format!(
+                " lab.role={} lab.ip={} lab.peer={}",
+                link.role, link.ip, link.peer_ip
+            ));
+        }
         Ok(line)
     }
 
     /// The arguments after the QEMU binary.
     pub fn args(&self) -> Result<Vec<OsString>, String> {
-        let args: Vec<String> = vec![
+        let mut args: Vec<String> = vec![
             "-machine".into(),
             "q35,memory-backend=ram0".into(),
             // One host thread runs both vCPUs in turn: with multi-threaded TCG
@@ -130,14 +156,31 @@ impl Guest<'_> {
             ),
             "-device".into(),
             "virtio-9p-pci,fsdev=results,mount_tag=results".into(),
-            // pvrdma must be function 1 of the slot whose function 0 is a vmxnet3.
-            "-device".into(),
-            "vmxnet3,addr=0x4.0,multifunction=on".into(),
+        ];
+        // pvrdma must be function 1 of the slot whose function 0 is a vmxnet3,
+        // which must exist first (QEMU 7.2's pvrdma dereferences it when it
+        // is realized). Alone, the vmxnet3 has no backend; in a two-guest
+        // test it is joined to the other guest's only, over a unix socket.
+        let nic = "vmxnet3,addr=0x4.0,multifunction=on";
+        match &self.link {
+            None => args.extend(["-device".into(), nic.into()]),
+            Some(link) => args.extend([
+                "-netdev".into(),
+                format!(
+                    "stream,id=lab0,server={},addr.type=unix,addr.path={}",
+                    if link.listen { "on" } else { "off" },
+                    option_path(link.socket)?
+                ),
+                "-device".into(),
+                format!("{nic},netdev=lab0,mac={}", link.mac),
+            ]),
+        }
+        args.extend([
             "-chardev".into(),
             format!("socket,id=mad0,path={}", option_path(self.mad_socket)?),
             "-device".into(),
             "pvrdma,addr=0x4.1,mad-chardev=mad0".into(),
-        ];
+        ]);
         Ok(args.into_iter().map(OsString::from).collect())
     }
 
@@ -204,6 +247,7 @@ mod tests {
             fabric_socket: Path::new("/tmp/s/fabric.sock"),
             verbs_lib: Path::new("/t/libpvrdma_verbs.so"),
             verbs_log: Path::new("/r/verbs.log"),
+            link: None,
         }
     }
 
@@ -221,6 +265,41 @@ mod tests {
         let append = g.append().unwrap();
         assert!(append.contains(" lab.test=ibv_devinfo lab.timeout=120"));
         assert!(append.contains(" init=/c/tests/guest/init.sh lab.model=patched lab.driver=c "));
+    }
+
+    #[test]
+    fn a_linked_guest_has_its_vmxnet3_joined_to_the_other_only() {
+        let mut g = guest(Path::new("/r"));
+        assert!(g
+            .args()
+            .unwrap()
+            .iter()
+            .all(|a| !a.to_string_lossy().contains("netdev")));
+        g.link = Some(Link {
+            role: "client",
+            ip: "192.0.2.2",
+            peer_ip: "192.0.2.1",
+            mac: "52:54:00:00:53:02",
+            socket: Path::new("/tmp/s/net.sock"),
+            listen: false,
+        });
+        let args: Vec<String> = g
+            .args()
+            .unwrap()
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert!(args.contains(
+            &"stream,id=lab0,server=off,addr.type=unix,addr.path=/tmp/s/net.sock".to_string()
+        ));
+        assert!(args.contains(
+            &"vmxnet3,addr=0x4.0,multifunction=on,netdev=lab0,mac=52:54:00:00:53:02".to_string()
+        ));
+        assert!(args.contains(&"none".to_string()), "no default NIC");
+        assert!(g
+            .append()
+            .unwrap()
+            .ends_with(" lab.role=client lab.ip=192.0.2.2 lab.peer=192.0.2.1"));
     }
 
     #[test]

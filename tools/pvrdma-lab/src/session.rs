@@ -28,11 +28,11 @@ use crate::verdict::{self, Evidence, QemuEnd, Verdict};
 /// Time a guest needs on top of its test script's limit: boot, loading the
 /// driver and waiting for the port (60 s in init), rmmod (60 s), kmemleak scans
 /// and saving dmesg.
-const GUEST_OVERHEAD_SECS: u64 = 200;
+pub const GUEST_OVERHEAD_SECS: u64 = 200;
 /// How long QEMU gets to exit after SIGTERM before SIGKILL.
 const QEMU_GRACE: Duration = Duration::from_secs(5);
 /// How long the mux gets to exit after SIGTERM before SIGKILL.
-const MUX_GRACE: Duration = Duration::from_secs(2);
+pub const MUX_GRACE: Duration = Duration::from_secs(2);
 
 /// What one test produced.
 pub struct Outcome {
@@ -52,10 +52,11 @@ pub struct Outcome {
 
 /// A private directory for one test's sockets (unix socket paths are limited
 /// to 107 bytes, so they live in the temporary directory, not the results).
-struct SocketDir(PathBuf);
+pub struct SocketDir(pub PathBuf);
 
 impl SocketDir {
-    fn create() -> Result<SocketDir, RunError> {
+    /// A new private directory for sockets.
+    pub fn create() -> Result<SocketDir, RunError> {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
         let path = std::env::temp_dir().join(format!(
             "pvrdma-lab-{}-{}",
@@ -100,7 +101,7 @@ impl Drop for SocketDir {
 }
 
 /// A fresh, empty results directory for one test.
-fn fresh_dir(dir: &Path) -> Result<(), RunError> {
+pub fn fresh_dir(dir: &Path) -> Result<(), RunError> {
     if dir.exists() {
         fs::remove_dir_all(dir)
             .map_err(|e| RunError::Failed(format!("cannot clear {}: {e}", dir.display())))?;
@@ -185,16 +186,41 @@ pub fn run(
         fabric_socket: &fabric_socket,
         verbs_lib: &layout.verbs_lib,
         verbs_log: &verbs_log,
+        link: None,
     };
     let limit_secs = test.timeout_secs + GUEST_OVERHEAD_SECS;
     let qemu = layout.qemu(model);
-    let qemu_end = match start_and_wait(&guest, qemu, &layout.mux, dir, limit_secs, &mut mux) {
-        Ok(end) => end,
+    let waited = start_guest(&guest, qemu, &layout.mux, dir)
+        .and_then(|q| wait_for_guests(vec![(q, dir)], limit_secs, &mut mux));
+    let (qemu_end, mux_failure) = match waited {
+        Ok((mut ends, mux_failure)) => (ends.remove(0), mux_failure),
         Err(e) => return lab_failure(e),
     };
-    let (qemu_end, mux_failure) = qemu_end;
     mux.terminate(MUX_GRACE);
 
+    let judged = judge_guest(dir, driver, qemu_end, mux_failure);
+    let mut result = outcome(judged.verdict, Some(&judged.report));
+    result.reference_bug = judged.reference_bug;
+    Ok(result)
+}
+
+/// What one guest's results directory and QEMU's end say.
+pub struct Judged {
+    /// The verdict.
+    pub verdict: Verdict,
+    /// What the guest reported.
+    pub report: GuestReport,
+    /// A known bug of the reference C driver whose kernel report was set aside.
+    pub reference_bug: Option<&'static reference_bugs::ReferenceBug>,
+}
+
+/// Judges the guest whose results are in `dir` and which ran `driver`.
+pub fn judge_guest(
+    dir: &Path,
+    driver: Driver,
+    qemu_end: QemuEnd,
+    mux_failure: Option<String>,
+) -> Judged {
     let report = guest_report::read(dir);
     let console = guest_report::read_text(&dir.join("console.log")).unwrap_or_default();
     let evidence = Evidence {
@@ -213,21 +239,20 @@ pub fn run(
         &problems[..]
     };
     let verdict = verdict::judge(&evidence, judged);
-    let mut result = outcome(verdict, Some(&report));
-    result.reference_bug = reference_bug;
-    Ok(result)
+    Judged {
+        verdict,
+        report,
+        reference_bug,
+    }
 }
 
-/// Starts QEMU and waits until it exits or its time is up; also reports a mux
-/// that died under it.
-fn start_and_wait(
+/// Starts a guest's QEMU, its console and logs in `dir`.
+pub fn start_guest(
     guest: &Guest,
     qemu_binary: &Path,
     mux_binary: &Path,
     dir: &Path,
-    limit_secs: u64,
-    mux: &mut Guard,
-) -> Result<(QemuEnd, Option<String>), RunError> {
+) -> Result<Guard, RunError> {
     let mut command = guest.command(qemu_binary).map_err(RunError::Failed)?;
     let line = guest.shell_line(qemu_binary).map_err(RunError::Failed)?;
     fs::write(
@@ -242,31 +267,50 @@ fn start_and_wait(
         .stdin(Stdio::null())
         .stdout(create(&dir.join("console.log"))?)
         .stderr(create(&dir.join("qemu.log"))?);
-    let mut qemu = child::spawn("qemu", &mut command)
-        .map_err(|e| RunError::Failed(format!("cannot start {}: {e}", qemu_binary.display())))?;
+    child::spawn("qemu", &mut command)
+        .map_err(|e| RunError::Failed(format!("cannot start {}: {e}", qemu_binary.display())))
+}
 
+/// Waits until every guest's QEMU has exited or the time is up (then kills
+/// those still running); also reports a mux that died under them. Each
+/// guest's end comes in the order given.
+pub fn wait_for_guests(
+    mut qemus: Vec<(Guard, &Path)>,
+    limit_secs: u64,
+    mux: &mut Guard,
+) -> Result<(Vec<QemuEnd>, Option<String>), RunError> {
     let deadline = Instant::now() + Duration::from_secs(limit_secs);
     let mut mux_failure = None;
+    let mut ends: Vec<Option<QemuEnd>> = qemus.iter().map(|_| None).collect();
     loop {
         if let Some(signum) = signals::received() {
-            qemu.terminate(QEMU_GRACE);
+            for (qemu, _) in &mut qemus {
+                qemu.terminate(QEMU_GRACE);
+            }
             return Err(RunError::Interrupted(signum));
         }
-        match qemu.try_wait() {
-            Ok(Some(status)) => {
-                let end = QemuEnd::Exited {
-                    status: child::describe(status),
-                    success: status.success(),
-                };
-                return Ok((end, mux_failure));
+        for ((qemu, _), end) in qemus.iter_mut().zip(&mut ends) {
+            if end.is_some() {
+                continue;
             }
-            Ok(None) => {}
-            Err(e) => {
-                return Err(RunError::Failed(format!(
-                    "cannot wait for {}: {e}",
-                    qemu.name()
-                )))
+            match qemu.try_wait() {
+                Ok(Some(status)) => {
+                    *end = Some(QemuEnd::Exited {
+                        status: child::describe(status),
+                        success: status.success(),
+                    });
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    return Err(RunError::Failed(format!(
+                        "cannot wait for {}: {e}",
+                        qemu.name()
+                    )))
+                }
             }
+        }
+        if ends.iter().all(Option::is_some) {
+            return Ok((ends.into_iter().flatten().collect(), mux_failure));
         }
         if mux_failure.is_none() {
             if let Ok(Some(status)) = mux.try_wait() {
@@ -277,12 +321,17 @@ fn start_and_wait(
             }
         }
         if Instant::now() >= deadline {
-            qemu.terminate(QEMU_GRACE);
-            let _ = writeln!(
-                create(&dir.join("timeout.txt"))?,
-                "the runner killed QEMU after {limit_secs} s"
-            );
-            return Ok((QemuEnd::TimedOut { limit_secs }, mux_failure));
+            for ((qemu, dir), end) in qemus.iter_mut().zip(&mut ends) {
+                if end.is_none() {
+                    qemu.terminate(QEMU_GRACE);
+                    let _ = writeln!(
+                        create(&dir.join("timeout.txt"))?,
+                        "the runner killed QEMU after {limit_secs} s"
+                    );
+                    *end = Some(QemuEnd::TimedOut { limit_secs });
+                }
+            }
+            return Ok((ends.into_iter().flatten().collect(), mux_failure));
         }
         sleep(Duration::from_millis(100));
     }
