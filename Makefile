@@ -72,7 +72,7 @@ LAB_ENV ?=
 JOBS ?=
 RUN_SETTINGS = --guest-env "$(LAB_ENV)" --time-factor $(TIME_FACTOR) $(if $(JOBS),--jobs $(JOBS))
 TESTS ?=
-LAB_TESTS ?= ibv_rc_pingpong,rping
+LAB_TESTS ?= ibv_rc_pingpong,rping,two_guests
 LAB_MODELS ?= $(MODELS)
 RESULTS ?= $(TOP)/results
 
@@ -156,7 +156,9 @@ unit: tools
 	@cd $(TOP)/tools && $(CARGO) test --release --quiet 2>&1 | tail -n 40
 
 # The main job: boot, insmod, rping and ibv_rc_pingpong on each device model,
-# a summary. (rping is not applicable to the stock model: it shows as SKIP.)
+# then rping and ibv_rc_pingpong between two guests for every pair of drivers
+# (two_guests: Rust on one side and C on the other among them), a summary.
+# (rping and two_guests are not applicable to the stock model: they show as SKIP.)
 lab: kernel tools module $(QEMU_FOR_LAB)
 	@$(LAB) run --keep-going --kernel $(KDIR_FILE)/ --models "$(LAB_MODELS)" --drivers "$(DRIVERS)" --tests "$(LAB_TESTS)" --results $(RESULTS) --rust-module $(RUST_MODULE) --qemu-stock $(STOCK_QEMU) $(RUN_SETTINGS)
 

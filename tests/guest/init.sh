@@ -11,9 +11,11 @@
 #   lab.kdir=PATH         the test kernel's build dir (modules.order: dependencies)
 #   lab.test=NAME         runs tests/guest/tests/NAME.sh
 #   lab.timeout=SECONDS   the guest-side time limit of that script
-#   lab.role=server|client, lab.ip=192.0.2.N, lab.peer=192.0.2.M
-#                         a two-guest test: this guest's role, its address and the
-#                         other guest's (one guest alone: 192.0.2.1, no role)
+#   lab.role=server|client, lab.ip=192.0.2.N, lab.peer=192.0.2.M, lab.incarnation=K
+#                         a two-guest test: this guest's role, its address, the
+#                         other guest's, and which start of this guest it is (a
+#                         client started again after its QEMU ended: 2, ...); one
+#                         guest alone: 192.0.2.1, no role
 # and shares the per-test results directory writable under the tag "results".
 #
 # Whatever happens, this script writes what it saw into the results directory
@@ -30,7 +32,8 @@ export LAB_RESULTS
 LAB_IP=192.0.2.1
 LAB_PEER_IP=
 LAB_ROLE=
-export LAB_IP LAB_PEER_IP LAB_ROLE
+LAB_INCARNATION=1
+export LAB_IP LAB_PEER_IP LAB_ROLE LAB_INCARNATION
 
 # --- Early mounts -----------------------------------------------------------
 # init's own steps use the host's static busybox: under TCG, starting a dynamically
@@ -179,6 +182,7 @@ for arg in $lab_cmdline; do
 	lab.role=*) LAB_ROLE=${arg#lab.role=} ;;
 	lab.ip=*) LAB_IP=${arg#lab.ip=} ;;
 	lab.peer=*) LAB_PEER_IP=${arg#lab.peer=} ;;
+	lab.incarnation=*) LAB_INCARNATION=${arg#lab.incarnation=} ;;
 	lab.env.*)
 		# The run's settings for its tests (pvrdma-lab run --guest-env): LAB_ variables only,
 		# as the runner checked them.
@@ -213,8 +217,12 @@ case "$LAB_ROLE" in
 "" | server | client) ;;
 *) setup_failed "bad lab.role '$LAB_ROLE'" ;;
 esac
+case "$LAB_INCARNATION" in
+[1-9]) ;;
+*) setup_failed "bad lab.incarnation '$LAB_INCARNATION'" ;;
+esac
 [ -z "$LAB_ROLE" ] || [ -n "$LAB_PEER_IP" ] || setup_failed "lab.role=$LAB_ROLE without lab.peer"
-log "role=${LAB_ROLE:-alone} ip=$LAB_IP peer=${LAB_PEER_IP:-none}"
+log "role=${LAB_ROLE:-alone} ip=$LAB_IP peer=${LAB_PEER_IP:-none} incarnation=$LAB_INCARNATION"
 LAB_SCRIPT=$LAB_DIR/tests/$LAB_TEST.sh
 [ -r "$LAB_SCRIPT" ] || setup_failed "no test script $LAB_SCRIPT"
 [ -r "$LAB_MODULE" ] || setup_failed "no driver module at '$LAB_MODULE'"

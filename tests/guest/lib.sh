@@ -539,3 +539,49 @@ lab_client_step() {
 	timeout -k 5 "$limit" stdbuf -oL "$@" >"$log" 2>&1 </dev/null
 	lab_check_exit "$tag client" "$?" "$log" "$limit"
 }
+
+# lab_pair_step TAG LISTEN PORT SERVER-COMMAND... -- CLIENT-COMMAND...: this
+# guest's half of one step of a two-guest test (the server's half when
+# LAB_ROLE is server); its output in $LAB_RESULTS/TAG-$LAB_ROLE.log, which
+# LAB_STEP_LOG names. The steps of a test use ready ports 9100, 9101, ... in
+# order, the same on both guests.
+LAB_READY_PORT=9100
+lab_pair_step() {
+	step_tag=$1
+	step_kind=$2
+	step_port=$3
+	shift 3
+	step_server=
+	while [ "$1" != -- ]; do
+		step_server="$step_server $1"
+		shift
+	done
+	shift
+	LAB_STEP_LOG=$LAB_RESULTS/$step_tag-$LAB_ROLE.log
+	step_limit=${LAB_CM_TIMEOUT:-120}
+	if [ "$LAB_ROLE" = server ]; then
+		# shellcheck disable=SC2086 # the server's command, split into words on purpose
+		lab_serve_step "$step_tag" "$step_limit" "$LAB_STEP_LOG" "$step_kind" "$step_port" "$LAB_READY_PORT" $step_server
+	else
+		lab_client_step "$step_tag" "$step_limit" "$LAB_STEP_LOG" "$LAB_READY_PORT" "$@"
+	fi
+	LAB_READY_PORT=$((LAB_READY_PORT + 1))
+}
+
+# lab_pair_pingpong TOOL SIZE ITERS PORT [OPTION...]: an ibv_*_pingpong step
+# between the two guests, checked on this guest's side.
+lab_pair_pingpong() {
+	pp_tool=$1
+	pp_size=$2
+	pp_iters=$3
+	pp_port=$4
+	shift 4
+	pp_extra="$*"
+	pp_tag=$pp_tool-s$pp_size$(echo "$pp_extra" | tr -d ' ')
+	set -- -d "$LAB_DEV" -g "$LAB_GID_INDEX" -s "$pp_size" -n "$pp_iters" -p "$pp_port" "$@"
+	lab_pair_step "$pp_tag" tcp "$pp_port" "$pp_tool" "$@" -- "$pp_tool" "$@" "$LAB_PEER_IP"
+	lab_expect "$LAB_STEP_LOG" "^$((pp_size * pp_iters * 2)) bytes in " "$pp_tag"
+	lab_expect "$LAB_STEP_LOG" "^$pp_iters iters in " "$pp_tag"
+	lab_reject "$LAB_STEP_LOG" "invalid data|^(Failed status|Completion for unknown|parse WC failed|poll CQ failed)" "$pp_tag"
+	lab_summary "$pp_tool -s $pp_size -n $pp_iters $pp_extra with $LAB_PEER_IP: $(grep -h ' iters in ' "$LAB_STEP_LOG")"
+}

@@ -3,7 +3,9 @@
 //! the guest (`# lab-timeout: SECONDS`) and what the guest's kernel command
 //! line needs beyond the lab's own (`# lab-kernel-args: kunit.enable=1`), and
 //! whether it runs on two guests joined by one fabric (`# lab-guests: 2`: a
-//! server guest and a client guest, for every pair of drivers).
+//! server guest and a client guest, for every pair of drivers), and how many
+//! times its client guest is started again after it ends
+//! (`# lab-client-restarts: 1`: a peer that dies and comes back).
 
 use std::fs;
 use std::path::Path;
@@ -12,6 +14,8 @@ use std::path::Path;
 const DEFAULT_TIMEOUT_SECS: u64 = 300;
 /// The largest time limit a script may declare.
 const MAX_TIMEOUT_SECS: u64 = 3600;
+/// The most restarts of a two-guest test's client.
+const MAX_CLIENT_RESTARTS: u8 = 2;
 /// The most kernel arguments a script may add.
 const MAX_KERNEL_ARGS: usize = 8;
 
@@ -28,6 +32,8 @@ pub struct GuestTest {
     pub kernel_args: Vec<String>,
     /// Guests the test runs on (1, or 2 from `# lab-guests: 2`).
     pub guests: u8,
+    /// Two guests: how often the client guest starts again after its QEMU ended.
+    pub client_restarts: u8,
 }
 
 /// Whether `name` can name a test: it is passed on the guest's kernel command
@@ -71,6 +77,7 @@ pub fn discover(dir: &Path) -> Result<Vec<GuestTest>, String> {
             timeout_secs: header.timeout_secs,
             kernel_args: header.kernel_args,
             guests: header.guests,
+            client_restarts: header.client_restarts,
         });
     }
     tests.sort_by(|a, b| a.name.cmp(&b.name));
@@ -84,6 +91,7 @@ struct Header {
     timeout_secs: u64,
     kernel_args: Vec<String>,
     guests: u8,
+    client_restarts: u8,
 }
 
 /// Whether `arg` may go on the guest's kernel command line as one argument:
@@ -108,6 +116,7 @@ fn parse_header(text: &str) -> Result<Header, String> {
         timeout_secs: DEFAULT_TIMEOUT_SECS,
         kernel_args: Vec::new(),
         guests: 1,
+        client_restarts: 0,
     };
     for line in text.lines().take_while(|l| l.starts_with('#')) {
         if let Some(value) = line.strip_prefix("# lab-about:") {
@@ -130,6 +139,18 @@ fn parse_header(text: &str) -> Result<Header, String> {
                 "2" => 2,
                 other => return Err(format!("lab-guests must be 1 or 2, not '{other}'")),
             };
+        } else if let Some(value) = line.strip_prefix("# lab-client-restarts:") {
+            header.client_restarts = value
+                .trim()
+                .parse()
+                .ok()
+                .filter(|n| *n <= MAX_CLIENT_RESTARTS)
+                .ok_or_else(|| {
+                    format!(
+                        "lab-client-restarts must be 0..={MAX_CLIENT_RESTARTS}, not '{}'",
+                        value.trim()
+                    )
+                })?;
         } else if let Some(value) = line.strip_prefix("# lab-kernel-args:") {
             for arg in value.split_whitespace() {
                 if !valid_kernel_arg(arg) {
@@ -164,6 +185,7 @@ mod tests {
                 timeout_secs: 42,
                 kernel_args: vec!["kunit.enable=1".to_string(), "quiet".to_string()],
                 guests: 1,
+                client_restarts: 0,
             })
         );
     }
@@ -177,8 +199,14 @@ mod tests {
                 timeout_secs: DEFAULT_TIMEOUT_SECS,
                 kernel_args: Vec::new(),
                 guests: 1,
+                client_restarts: 0,
             })
         );
+        assert_eq!(
+            parse_header("# lab-client-restarts: 1\n").map(|h| h.client_restarts),
+            Ok(1)
+        );
+        assert!(parse_header("# lab-client-restarts: 9\n").is_err());
         assert_eq!(parse_header("# lab-guests: 2\n").map(|h| h.guests), Ok(2));
         assert!(parse_header("# lab-guests: 3\n").is_err());
         assert!(parse_header("# lab-timeout: 0\n").is_err());

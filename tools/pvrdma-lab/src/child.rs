@@ -87,6 +87,18 @@ impl Guard {
         }
     }
 
+    /// Kills the child's group at once (SIGKILL, no grace: as when its
+    /// machine dies); returns how it exited.
+    pub fn kill(&mut self) -> Option<ExitStatus> {
+        if let Ok(Some(status)) = self.try_wait() {
+            return Some(status);
+        }
+        self.signal_group(SIGKILL);
+        let status = self.child.wait().ok();
+        self.status = status;
+        status
+    }
+
     /// Ends the child: SIGTERM to its group, SIGKILL after `grace`; returns how
     /// it exited.
     pub fn terminate(&mut self, grace: Duration) -> Option<ExitStatus> {

@@ -25,6 +25,8 @@ pub struct Link<'a> {
     pub socket: &'a Path,
     /// Whether this QEMU listens on it (the other connects).
     pub listen: bool,
+    /// Which start of this guest it is (1, then 2 after a restart).
+    pub incarnation: u32,
 }
 
 /// What one guest needs.
@@ -111,8 +113,8 @@ impl Guest<'_> {
         }
         if let Some(link) = &self.link {
             line.push_str(&format!(
-                " lab.role={} lab.ip={} lab.peer={}",
-                link.role, link.ip, link.peer_ip
+                " lab.role={} lab.ip={} lab.peer={} lab.incarnation={}",
+                link.role, link.ip, link.peer_ip, link.incarnation
             ));
         }
         Ok(line)
@@ -282,6 +284,7 @@ mod tests {
             mac: "52:54:00:00:53:02",
             socket: Path::new("/tmp/s/net.sock"),
             listen: false,
+            incarnation: 1,
         });
         let args: Vec<String> = g
             .args()
@@ -299,7 +302,7 @@ mod tests {
         assert!(g
             .append()
             .unwrap()
-            .ends_with(" lab.role=client lab.ip=192.0.2.2 lab.peer=192.0.2.1"));
+            .ends_with(" lab.role=client lab.ip=192.0.2.2 lab.peer=192.0.2.1 lab.incarnation=1"));
     }
 
     #[test]

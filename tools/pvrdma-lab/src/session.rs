@@ -271,9 +271,14 @@ pub fn start_guest(
         .map_err(|e| RunError::Failed(format!("cannot start {}: {e}", qemu_binary.display())))
 }
 
+/// The file a guest's test writes into its results directory to have the
+/// runner kill its QEMU at once (a peer that dies, in a two-guest test).
+pub const KILL_MARKER: &str = "kill-me";
+
 /// Waits until every guest's QEMU has exited or the time is up (then kills
-/// those still running); also reports a mux that died under them. Each
-/// guest's end comes in the order given.
+/// those still running); also reports a mux that died under them. A guest
+/// whose results directory gets a [`KILL_MARKER`] has its QEMU killed with
+/// SIGKILL. Each guest's end comes in the order given.
 pub fn wait_for_guests(
     mut qemus: Vec<(Guard, &Path)>,
     limit_secs: u64,
@@ -289,8 +294,19 @@ pub fn wait_for_guests(
             }
             return Err(RunError::Interrupted(signum));
         }
-        for ((qemu, _), end) in qemus.iter_mut().zip(&mut ends) {
+        for ((qemu, dir), end) in qemus.iter_mut().zip(&mut ends) {
             if end.is_some() {
+                continue;
+            }
+            if dir.join(KILL_MARKER).exists() {
+                let status = qemu.kill();
+                *end = Some(QemuEnd::Exited {
+                    status: format!(
+                        "killed by the runner as its test asked ({})",
+                        status.map_or("status unknown".into(), child::describe)
+                    ),
+                    success: false,
+                });
                 continue;
             }
             match qemu.try_wait() {
