@@ -585,3 +585,42 @@ lab_pair_pingpong() {
 	lab_reject "$LAB_STEP_LOG" "invalid data|^(Failed status|Completion for unknown|parse WC failed|poll CQ failed)" "$pp_tag"
 	lab_summary "$pp_tool -s $pp_size -n $pp_iters $pp_extra with $LAB_PEER_IP: $(grep -h ' iters in ' "$LAB_STEP_LOG")"
 }
+
+# lab_pair_perftest TOOL PORT ARGS...: a perftest step between the two guests
+# (TOOL's server in the server guest, its client in the client guest, both
+# with -d/-x/-p/-F and ARGS); the client's figures go to the notes: MB/s for
+# a *_bw tool, microseconds for a *_lat tool (run it with -C: cycles,
+# converted with the guest's TSC frequency). A run that measured nothing fails.
+lab_pair_perftest() {
+	pt_tool=$1
+	pt_port=$2
+	shift 2
+	set -- -d "$LAB_DEV" -x "$LAB_GID_INDEX" -p "$pt_port" -F "$@"
+	pt_args="$*"
+	lab_pair_step "$pt_tool" tcp "$pt_port" "$pt_tool" "$@" -- "$pt_tool" "$@" "$LAB_PEER_IP"
+	lab_reject "$LAB_STEP_LOG" "Couldn't|Unable|[Ff]ailed|error|Error" "$pt_tool"
+	[ "$LAB_ROLE" = client ] || return 0
+	pt_result=$(grep -E "^ *[0-9]+ +[0-9]+ +[0-9]" "$LAB_STEP_LOG" | tail -n 1 | tr -s ' \t' '  ')
+	[ -n "$pt_result" ] || lab_fail "$pt_tool: the client printed no result line: $(lab_tail "$LAB_STEP_LOG")"
+	case "$pt_tool" in
+	*_bw)
+		# "#bytes #iterations BW-peak BW-average MsgRate"
+		read -r bytes iters peak average _ <<-EOF
+			$pt_result
+		EOF
+		echo "$average" | awk '{ exit !($1 > 0) }' ||
+			lab_fail "$pt_tool: $iters x $bytes B completed, but no bandwidth was measured (perftest's clock calibration failed): $pt_result"
+		lab_summary "$pt_tool $pt_args to $LAB_PEER_IP: $iters x $bytes B: peak $peak MB/s, average $average MB/s"
+		;;
+	*)
+		# "#bytes #iterations t_min t_max t_typical t_avg ...", in cycles (-C)
+		read -r bytes iters t_min _ t_typical t_avg _ <<-EOF
+			$pt_result
+		EOF
+		mhz=$(lab_tsc_mhz)
+		[ -n "$t_avg" ] && [ -n "$mhz" ] || lab_fail "$pt_tool: cannot read the figures of '$pt_result' (TSC ${mhz:-unknown} MHz)"
+		lab_summary "$pt_tool $pt_args to $LAB_PEER_IP: $iters x $bytes B: $(echo "$t_min $t_typical $t_avg $mhz" | awk '{
+			printf "min %.1f, typical %.1f, average %.1f us", $1 / $4, $2 / $4, $3 / $4 }')"
+		;;
+	esac
+}

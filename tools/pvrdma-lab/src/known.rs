@@ -97,11 +97,11 @@ pub const NOT_APPLICABLE: &[NotApplicable] = &[
     NotApplicable {
         model: DeviceModel::Stock,
         test: "two_guests",
-        reason: "rping, ib_write_bw and ib_read_lat need RDMA READ/WRITE, which QEMU 7.2's \
-                 pvrdma turns into SENDs (and reports max_qp_rd_atom = 0), and \
-                 ibv_rc_pingpong -e needs CQ events, which it never signals (it treats the ARM \
-                 doorbell as disarm); two_guests_send runs the two-sided tools between two \
-                 guests on it",
+        reason: "rping and perftest's WRITE/READ tools need RDMA READ/WRITE, which QEMU 7.2's \
+                 pvrdma turns into SENDs, rping and ucmatose an rd_atom depth it reports as 0 \
+                 (rdma_connect: Invalid argument), and ibv_rc_pingpong -e needs CQ events, which \
+                 it never signals (it treats the ARM doorbell as disarm); two_guests_send runs \
+                 the two-sided tools between two guests on it",
         issue: "issue 5",
     },
     NotApplicable {
