@@ -23,7 +23,6 @@ use crate::guest_report;
 use crate::kernel_log;
 use crate::layout::Layout;
 use crate::model::DeviceModel;
-use crate::mux::{self, MuxFiles};
 use crate::qemu::{Guest, Link};
 use crate::run_error::RunError;
 use crate::session::{self, Outcome, SocketDir, GUEST_OVERHEAD_SECS, KILL_MARKER, MUX_GRACE};
@@ -181,18 +180,9 @@ fn run_sides(
         session::fresh_dir(&dir.join(&side.name))?;
     }
     let sockets = SocketDir::create()?;
-    let mad_socket = sockets.0.join("mad.sock");
-    let fabric_socket = sockets.0.join("fabric.sock");
+    let (mad_socket, fabric_socket) = sockets.mux_sockets();
     let link_socket = sockets.0.join("link.sock");
-    let mut mux = mux::start(
-        &layout.mux,
-        &MuxFiles {
-            mad_socket: &mad_socket,
-            fabric_socket: &fabric_socket,
-            log: &dir.join("mux.log"),
-            stderr_log: &dir.join("mux-stderr.log"),
-        },
-    )?;
+    let mut mux = session::start_mux(layout, &sockets, dir)?;
     let qemu = layout.qemu(model);
     let started = Instant::now();
     let limit_secs = test.timeout_secs + GUEST_OVERHEAD_SECS * sides.len() as u64;

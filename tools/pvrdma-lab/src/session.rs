@@ -94,6 +94,27 @@ pub fn remove_stale_socket_dirs() {
     }
 }
 
+impl SocketDir {
+    /// The mux's mad and fabric sockets in this directory.
+    pub fn mux_sockets(&self) -> (PathBuf, PathBuf) {
+        (self.0.join("mad.sock"), self.0.join("fabric.sock"))
+    }
+}
+
+/// Starts a mux on the sockets of `sockets`, logging into `dir`.
+pub fn start_mux(layout: &Layout, sockets: &SocketDir, dir: &Path) -> Result<Guard, RunError> {
+    let (mad_socket, fabric_socket) = sockets.mux_sockets();
+    mux::start(
+        &layout.mux,
+        &MuxFiles {
+            mad_socket: &mad_socket,
+            fabric_socket: &fabric_socket,
+            log: &dir.join("mux.log"),
+            stderr_log: &dir.join("mux-stderr.log"),
+        },
+    )
+}
+
 impl Drop for SocketDir {
     fn drop(&mut self) {
         let _ = fs::remove_dir_all(&self.0);
@@ -154,18 +175,8 @@ pub fn run(
         Ok(s) => s,
         Err(e) => return lab_failure(e),
     };
-    let mad_socket = sockets.0.join("mad.sock");
-    let fabric_socket = sockets.0.join("fabric.sock");
-
-    let mut mux = match mux::start(
-        &layout.mux,
-        &MuxFiles {
-            mad_socket: &mad_socket,
-            fabric_socket: &fabric_socket,
-            log: &dir.join("mux.log"),
-            stderr_log: &dir.join("mux-stderr.log"),
-        },
-    ) {
+    let (mad_socket, fabric_socket) = sockets.mux_sockets();
+    let mut mux = match start_mux(layout, &sockets, dir) {
         Ok(m) => m,
         Err(e) => return lab_failure(e),
     };

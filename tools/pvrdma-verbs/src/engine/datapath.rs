@@ -419,12 +419,8 @@ impl Engine {
     }
 
     fn exec_rc(&mut self, me: &Sender, w: &SendWqe) -> Option<Outcome> {
-        let len = w.payload.byte_len();
-        if len > u64::from(MAX_MSG_SZ) {
-            return fail(ffi::IBV_WC_LOC_LEN_ERR, vendor_err::MSG_TOO_LONG);
-        }
-        let data = match self.request_data(me, w) {
-            Ok(d) => d,
+        let (len, data) = match self.request_data(me, w, u64::from(MAX_MSG_SZ)) {
+            Ok(r) => r,
             Err(o) => return o,
         };
         let dst = match self.rc_peer(me) {
@@ -450,23 +446,30 @@ impl Engine {
         }
     }
 
-    /// The bytes an RC request carries (none for an RDMA READ, whose local
-    /// buffers are checked instead), or the requester's local error.
+    /// An RC request's length (at most `max_len`) and the bytes it carries
+    /// (none for an RDMA READ, whose local buffers are checked instead), or
+    /// the requester's local error.
     pub(super) fn request_data(
         &self,
         me: &Sender,
         w: &SendWqe,
-    ) -> Result<Vec<u8>, Option<Outcome>> {
+        max_len: u64,
+    ) -> Result<(u64, Vec<u8>), Option<Outcome>> {
+        let len = w.payload.byte_len();
+        if len > max_len {
+            return Err(fail(ffi::IBV_WC_LOC_LEN_ERR, vendor_err::MSG_TOO_LONG));
+        }
         if w.opcode == ffi::IBV_WR_RDMA_READ {
             if let Payload::Sges(s) = &w.payload {
                 if let Err(e) = self.mrs.check_writable(s, me.pd) {
                     return Err(fail(ffi::IBV_WC_LOC_PROT_ERR, e.vendor_err()));
                 }
             }
-            return Ok(Vec::new());
+            return Ok((len, Vec::new()));
         }
         self.mrs
             .gather(&w.payload, me.pd)
+            .map(|data| (len, data))
             .map_err(|e| fail(ffi::IBV_WC_LOC_PROT_ERR, e.vendor_err()))
     }
 

@@ -118,12 +118,8 @@ impl Engine {
             Some(RemoteWait::Rnr { resend_at }) if now < *resend_at => return None,
             _ => {}
         }
-        let len = w.payload.byte_len();
-        if len > u64::from(MAX_MESSAGE) {
-            return fail(ffi::IBV_WC_LOC_LEN_ERR, vendor_err::MSG_TOO_LONG);
-        }
-        let data = match self.request_data(me, w) {
-            Ok(d) => d,
+        let (len, data) = match self.request_data(me, w, u64::from(MAX_MESSAGE)) {
+            Ok(r) => r,
             Err(o) => return o,
         };
         let sgid = self.gids.valid(usize::from(me.attr.ah_attr.grh.sgid_index));
