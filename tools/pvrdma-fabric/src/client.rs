@@ -37,17 +37,14 @@ pub struct PacketSender {
 
 impl PacketSender {
     /// Queues `packet` for the mux; false if the session has ended.
-    pub fn send(&self, packet: &Packet) -> bool {
+    pub fn send(&self, packet: Packet) -> bool {
         self.connected.load(Ordering::Acquire)
-            && self
-                .frames
-                .send(Frame::Data(packet.clone()).encode(0))
-                .is_ok()
+            && self.frames.send(Frame::Data(packet).encode(0)).is_ok()
     }
 
     /// Queues every packet of a message, in order; false if the session has ended.
-    pub fn send_all(&self, packets: &[Packet]) -> bool {
-        packets.iter().all(|p| self.send(p))
+    pub fn send_all(&self, packets: Vec<Packet>) -> bool {
+        packets.into_iter().all(|p| self.send(p))
     }
 }
 

@@ -79,10 +79,10 @@ fn relays_to_the_owner_of_the_destination_only_from_the_owner_of_the_source() {
 
     // A source GID this process does not own, and a destination nobody
     // owns: dropped, with a log line each.
-    assert!(tx.send(&packet(G2, G1, 1)));
-    assert!(tx.send(&packet(G1, G3, 2)));
+    assert!(tx.send(packet(G2, G1, 1)));
+    assert!(tx.send(packet(G1, G3, 2)));
     // Then a good one, in order behind them.
-    assert!(tx.send(&packet(G1, G1, 3)));
+    assert!(tx.send(packet(G1, G1, 3)));
     let got = packets.wait_count(1);
     assert_eq!(got, vec![packet(G1, G1, 3)], "{}", t.dump_log());
     assert!(t.wait_log("is not this process's"), "{}", t.dump_log());
@@ -90,7 +90,7 @@ fn relays_to_the_owner_of_the_destination_only_from_the_owner_of_the_source() {
 
     // Once the GID is unregistered, nothing goes to it.
     assert_eq!(q.unreg(G1), pvrdma_fabric::mux_msg::ErrCode::Ok);
-    assert!(tx.send(&packet(G1, G1, 4)));
+    assert!(tx.send(packet(G1, G1, 4)));
     std::thread::sleep(Duration::from_millis(100));
     assert_eq!(packets.got.lock().unwrap().len(), 1);
     drop(client);

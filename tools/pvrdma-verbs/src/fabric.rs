@@ -38,7 +38,7 @@ impl PacketSink for DevicePackets {
 pub struct MuxFabric(pub PacketSender);
 
 impl RemoteFabric for MuxFabric {
-    fn send(&mut self, packets: &[Packet]) -> bool {
+    fn send(&mut self, packets: Vec<Packet>) -> bool {
         self.0.send_all(packets)
     }
 }

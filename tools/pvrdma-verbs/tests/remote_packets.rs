@@ -29,8 +29,8 @@ const REMOTE_QPN: u32 = 0x777;
 struct Recorder(Arc<Mutex<Vec<Packet>>>);
 
 impl RemoteFabric for Recorder {
-    fn send(&mut self, packets: &[Packet]) -> bool {
-        self.0.lock().unwrap().extend_from_slice(packets);
+    fn send(&mut self, packets: Vec<Packet>) -> bool {
+        self.0.lock().unwrap().extend(packets);
         true
     }
 }

@@ -147,7 +147,7 @@ impl Engine {
         } else {
             Packet::segments(&template, &data)
         };
-        if sgid.is_none() || !self.router.send_remote(&packets) {
+        if sgid.is_none() || !self.router.send_remote(packets) {
             // Nothing left this process: retry until the deadline, like a
             // requester whose packets are lost.
             w.remote = None;
@@ -209,12 +209,15 @@ impl Engine {
             data,
             ..Default::default()
         };
-        let _ = self.router.send_remote(&[packet]);
+        let _ = self.router.send_remote(vec![packet]);
     }
 
     /// A packet from another process (the fabric client's thread calls
     /// this with the engine locked); then runs whatever can progress.
     pub fn packet_received(&mut self, p: Packet) {
+        // What a log line of a dropped packet names (the packet itself may
+        // have moved into a message by then).
+        let what = (p.op, p.sgid, p.src_qpn, p.dst_qpn, p.msg_id, p.offset);
         let taken = if !self.gids.contains(&p.dgid) {
             Err("destination GID is not this device's")
         } else if p.op.is_answer() {
@@ -222,19 +225,15 @@ impl Engine {
         } else if p.op == Op::UdSend {
             self.ud_received(&p)
         } else {
-            self.request_received(p.clone())
+            self.request_received(p)
         };
         if let Err(why) = taken {
             self.remote_dropped = self.remote_dropped.wrapping_add(1);
+            let (op, sgid, src_qpn, dst_qpn, msg_id, offset) = what;
             crate::log::vlog!(
                 "packet_dropped",
-                "{:?} from {} qp {:#x} to qp {:#x} msg {} at {}: {why}",
-                p.op,
-                crate::fmt_gid(&p.sgid),
-                p.src_qpn,
-                p.dst_qpn,
-                p.msg_id,
-                p.offset
+                "{op:?} from {} qp {src_qpn:#x} to qp {dst_qpn:#x} msg {msg_id} at {offset}: {why}",
+                crate::fmt_gid(&sgid)
             );
         }
         self.progress();
@@ -271,8 +270,10 @@ impl Engine {
         if *msg_id != p.msg_id {
             return Err("not the message in flight");
         }
-        let outcome = match p.op {
-            Op::Ack if !is_read => ok(requested),
+        // Either how the WR ends, or (a READ) the response data to scatter
+        // once the WR is off the queue.
+        let (outcome, read_data) = match p.op {
+            Op::Ack if !is_read => (ok(requested), None),
             Op::ReadResponse if is_read => {
                 if u64::from(p.msg_len) != requested || p.offset as usize != read.len() {
                     return Err("READ response out of order or of the wrong length");
@@ -281,7 +282,7 @@ impl Engine {
                 if !p.is_last() {
                     return Ok(());
                 }
-                None // scattered below, once the WR is off the queue
+                (None, Some(std::mem::take(read)))
             }
             Op::RnrNak => {
                 let resend_at = Instant::now() + RNR_DELAY;
@@ -295,18 +296,19 @@ impl Engine {
                     Some(Syndrome::InvalidRequest) => ffi::IBV_WC_REM_INV_REQ_ERR,
                     _ => ffi::IBV_WC_REM_OP_ERR,
                 };
-                fail(status, u32::from(p.detail))
+                (fail(status, u32::from(p.detail)), None)
             }
             _ => return Err("answer does not fit the request"),
         };
         let Some(w) = q.sq.pop_front() else {
             return Err("nothing in flight");
         };
-        let outcome = match (outcome, &w.remote) {
+        let outcome = match (outcome, read_data) {
             (Some(o), _) => Some(o),
-            (None, Some(RemoteWait::Sent { read, .. })) => self.read_response(&me, &w, read),
-            (None, _) => None,
+            (None, Some(bytes)) => self.read_response(&me, &w, &bytes),
+            (None, None) => fail(ffi::IBV_WC_LOC_QP_OP_ERR, 0),
         };
+        // `fail`, `ok` and `read_response` always give an outcome.
         if let Some(o) = outcome {
             self.finish_send(s, &w, o);
         }
@@ -408,7 +410,7 @@ impl Engine {
             ),
         };
         // An answer that cannot leave is lost: the requester times out.
-        let _ = self.router.send_remote(&packets);
+        let _ = self.router.send_remote(packets);
     }
 
     /// A UD datagram from another process.

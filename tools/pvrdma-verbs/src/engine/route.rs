@@ -26,14 +26,14 @@ pub enum Route {
 pub trait RemoteFabric: Send {
     /// Sends the packets of one message, in order; false if they cannot
     /// leave this process (no fabric). Must not block on the remote side.
-    fn send(&mut self, packets: &[Packet]) -> bool;
+    fn send(&mut self, packets: Vec<Packet>) -> bool;
 }
 
 /// No other process is reachable (no mux, or a mux without the data path).
 pub struct Isolated;
 
 impl RemoteFabric for Isolated {
-    fn send(&mut self, _packets: &[Packet]) -> bool {
+    fn send(&mut self, _packets: Vec<Packet>) -> bool {
         false
     }
 }
@@ -63,7 +63,7 @@ impl Router {
 
     /// Hands the packets of one message to the remote fabric; false if
     /// they cannot leave this process.
-    pub fn send_remote(&mut self, packets: &[Packet]) -> bool {
+    pub fn send_remote(&mut self, packets: Vec<Packet>) -> bool {
         self.remote.send(packets)
     }
 
