@@ -109,96 +109,122 @@ fn pattern(len: usize, seed: u8) -> Vec<u8> {
 }
 
 #[test]
-fn requester_sends_segments_and_waits_for_the_answer() {
+fn requester_sends_a_window_and_completes_in_order_of_the_answers() {
     let _g = serial();
     let r = remote(0);
     let mut src = Buf::new(r.s.pd, 3 * MAX_CHUNK, 0, IBV_ACCESS_LOCAL_WRITE);
     src.mem.copy_from_slice(&pattern(3 * MAX_CHUNK, 5));
     let len = (2 * MAX_CHUNK + 100) as u32;
     let mut sges = [src.sge(0, len)];
-    let mut wr = send_wr(
-        1,
-        &mut sges,
-        IBV_WR_SEND_WITH_IMM,
-        IBV_SEND_SIGNALED | IBV_SEND_SOLICITED,
-    );
+    let flags = IBV_SEND_SIGNALED | IBV_SEND_SOLICITED;
+    let mut wr = send_wr(1, &mut sges, IBV_WR_SEND_WITH_IMM, flags);
     wr.__bindgen_anon_1.imm_data = 0x0102_0304;
     assert_eq!(post_send(r.qp, &mut wr).0, 0);
-    // A second WR waits behind the first: one message in flight per QP.
+    // A second WR goes out behind the first, with the next sequence number.
     let mut sges2 = [src.sge(0, 10)];
     let mut wr2 = send_wr(2, &mut sges2, IBV_WR_SEND, IBV_SEND_SIGNALED);
     assert_eq!(post_send(r.qp, &mut wr2).0, 0);
 
     let sent = r.rec.take();
-    assert_eq!(sent.len(), 3, "{sent:?}");
+    assert_eq!(sent.len(), 4, "{}", sent.len());
+    let (first, second) = (sent[0].msg_id, sent[3].msg_id);
+    assert_eq!(second, first.wrapping_add(1));
     let mut joined = Vec::new();
-    for p in &sent {
+    for p in &sent[..3] {
+        let route = (p.op, p.dgid, p.dst_qpn, p.sgid);
+        assert_eq!(route, (Op::Send, REMOTE_GID, REMOTE_QPN, r.gid));
+        assert_eq!((p.flags, p.imm), (flag::IMM | flag::SOLICITED, 0x0102_0304));
         assert_eq!(
-            (p.op, p.dgid, p.dst_qpn, p.sgid),
-            (Op::Send, REMOTE_GID, REMOTE_QPN, r.gid)
+            (p.offset as usize, p.msg_len, p.msg_id),
+            (joined.len(), len, first)
         );
-        assert_eq!(p.flags, flag::IMM | flag::SOLICITED);
-        assert_eq!(p.imm, 0x0102_0304);
-        assert_eq!((p.offset as usize, p.msg_len), (joined.len(), len));
-        assert_eq!(p.msg_id, sent[0].msg_id);
         assert!(Packet::decode(&p.encode()).is_ok());
         joined.extend_from_slice(&p.data);
     }
     assert_eq!(joined, src.mem[..len as usize]);
+    assert_eq!(sent[3].data, src.mem[..10]);
     assert!(poll(r.s.cq).is_empty(), "completed before its answer");
 
-    // Answers to another message, or from another QP or GID, change nothing.
+    // Answers to the second (not the oldest), to no message, or from another
+    // QP or GID, change nothing.
     let before = r.dropped();
-    r.inject(r.answer(Op::Ack, sent[0].msg_id.wrapping_add(1)));
+    r.inject(r.answer(Op::Ack, second));
+    r.inject(r.answer(Op::Ack, first.wrapping_sub(1)));
     r.inject(Packet {
         src_qpn: REMOTE_QPN + 1,
-        ..r.answer(Op::Ack, sent[0].msg_id)
+        ..r.answer(Op::Ack, first)
     });
     r.inject(Packet {
         sgid: [9; 16],
-        ..r.answer(Op::Ack, sent[0].msg_id)
+        ..r.answer(Op::Ack, first)
     });
     r.inject(Packet {
         dgid: [8; 16],
-        ..r.answer(Op::Ack, sent[0].msg_id)
+        ..r.answer(Op::Ack, first)
     });
     // A READ response to a SEND does not fit either.
-    r.inject(Packet {
+    let read = Packet {
         msg_len: 4,
         data: vec![0; 4],
-        ..r.answer(Op::ReadResponse, sent[0].msg_id)
-    });
-    assert_eq!(r.dropped(), before + 5);
+        ..r.answer(Op::ReadResponse, first)
+    };
+    r.inject(read);
+    assert_eq!(r.dropped(), before + 6);
     assert!(poll(r.s.cq).is_empty());
 
-    // RNR: the message goes out again, whole, after a short wait.
-    r.inject(r.answer(Op::RnrNak, sent[0].msg_id));
+    // RNR NAK of the first: after a short wait both go out again, in order,
+    // with the same numbers (go-back-N: the responder dropped the second).
+    r.inject(r.answer(Op::RnrNak, first));
     std::thread::sleep(Duration::from_millis(20));
     let again = r.rec.take();
-    assert_eq!(again.len(), 3, "resent after RNR: {again:?}");
-    r.inject(r.answer(Op::Ack, again[0].msg_id));
+    let ids: Vec<u32> = again.iter().map(|p| p.msg_id).collect();
+    assert_eq!(ids, vec![first, first, first, second], "resent after RNR");
+    r.inject(r.answer(Op::Ack, first));
     let wcs = poll_wait(r.s.cq, Duration::from_secs(2));
     assert_eq!(wcs.len(), 1);
     assert_eq!(
         (wcs[0].wr_id, wcs[0].status, wcs[0].byte_len),
         (1, IBV_WC_SUCCESS, len)
     );
-    // Then the second WR went out.
-    let second = r.rec.take();
-    assert_eq!(second.len(), 1);
-    assert_eq!(second[0].data, src.mem[..10]);
+    // The second is in flight still; its NAK fails it and the QP.
+    assert!(r.rec.take().is_empty());
     r.inject(Packet {
         syndrome: Some(Syndrome::InvalidRequest),
         detail: 0x15,
-        ..r.answer(Op::Nak, second[0].msg_id)
+        ..r.answer(Op::Nak, second)
     });
     let wcs = poll_wait(r.s.cq, Duration::from_secs(2));
     assert_eq!(wcs.len(), 1);
+    let w = &wcs[0];
     assert_eq!(
-        (wcs[0].wr_id, wcs[0].status, wcs[0].vendor_err),
+        (w.wr_id, w.status, w.vendor_err),
         (2, IBV_WC_REM_INV_REQ_ERR, 0x15)
     );
     assert_eq!(qp_state(r.qp), IBV_QPS_ERR);
+}
+
+#[test]
+fn a_wr_that_fails_locally_waits_for_those_before_it() {
+    let _g = serial();
+    let r = remote(0);
+    let src = Buf::new(r.s.pd, 64, 1, IBV_ACCESS_LOCAL_WRITE);
+    let mut sges = [src.sge(0, 64)];
+    let mut wr = send_wr(1, &mut sges, IBV_WR_SEND, IBV_SEND_SIGNALED);
+    assert_eq!(post_send(r.qp, &mut wr).0, 0);
+    let mut bad = [ibv_sge {
+        lkey: 0xdead,
+        ..src.sge(0, 8)
+    }];
+    let mut wr2 = send_wr(2, &mut bad, IBV_WR_SEND, IBV_SEND_SIGNALED);
+    assert_eq!(post_send(r.qp, &mut wr2).0, 0);
+    // Only the first left; the second fails once the first is answered.
+    let sent = r.rec.take();
+    assert_eq!(sent.len(), 1);
+    assert!(poll(r.s.cq).is_empty());
+    r.inject(r.answer(Op::Ack, sent[0].msg_id));
+    let wcs = poll_wait(r.s.cq, Duration::from_secs(2));
+    let got: Vec<(u64, u32)> = wcs.iter().map(|w| (w.wr_id, w.status)).collect();
+    assert_eq!(got, vec![(1, IBV_WC_SUCCESS), (2, IBV_WC_LOC_PROT_ERR)]);
 }
 
 #[test]
@@ -332,8 +358,98 @@ fn responder_executes_only_its_peers_messages_in_order() {
 }
 
 #[test]
+fn responder_takes_messages_only_in_sequence() {
+    let _g = serial();
+    let r = remote(RW);
+    let recv = Buf::new(r.s.pd, 256, 0, IBV_ACCESS_LOCAL_WRITE);
+    let send = |id: u32, byte: u8| Packet {
+        msg_len: 4,
+        data: vec![byte; 4],
+        ..r.request(Op::Send, id)
+    };
+    // 40 finds no receive (RNR); 41, sent behind it, is dropped.
+    r.inject(send(40, 0xa));
+    r.inject(send(41, 0xb));
+    let a = r.rec.take();
+    assert_eq!((a.len(), a[0].op, a[0].msg_id), (1, Op::RnrNak, 40));
+    for i in 0..2u64 {
+        let mut rs = [recv.sge(i as usize * 4, 4)];
+        let mut rwr = recv_wr(i, &mut rs);
+        assert_eq!(post_recv(r.qp, &mut rwr).0, 0);
+    }
+    // A gap (42) or 41 again before 40: dropped, nothing received.
+    let before = r.dropped();
+    r.inject(send(42, 0xc));
+    r.inject(send(41, 0xb));
+    assert_eq!(r.dropped(), before + 2);
+    assert!(r.rec.take().is_empty() && poll(r.s.cq).is_empty());
+    // 40 again, then 41: both received, in order, and ACKed.
+    r.inject(send(40, 0xa));
+    r.inject(send(41, 0xb));
+    let ids: Vec<(Op, u32)> = r.rec.take().iter().map(|p| (p.op, p.msg_id)).collect();
+    assert_eq!(ids, vec![(Op::Ack, 40), (Op::Ack, 41)]);
+    assert_eq!(recv.mem[..8], [0xa, 0xa, 0xa, 0xa, 0xb, 0xb, 0xb, 0xb]);
+    assert_eq!(poll(r.s.cq).len(), 2);
+}
+
+#[test]
 fn responder_refuses_rdma_outside_the_mr() {
     let _g = serial();
+    // Each refusal on a connection of its own: after a NAK the responder
+    // takes nothing more from that requester (whose QP is in error).
+    let refused = |case: &dyn Fn(&Remote, &Buf, &Buf) -> Packet| {
+        let r = remote(RW);
+        let target = Buf::new(r.s.pd, 4096, 0x11, RW);
+        let ro = Buf::new(
+            r.s.pd,
+            4096,
+            0x22,
+            IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ,
+        );
+        r.inject(case(&r, &target, &ro));
+        let a = r.rec.take();
+        assert_eq!(a.len(), 1, "{a:?}");
+        assert_eq!(
+            (a[0].op, a[0].syndrome),
+            (Op::Nak, Some(Syndrome::RemoteAccess))
+        );
+        assert!(a[0].data.is_empty());
+        assert!(target.mem.iter().all(|&b| b == 0x11));
+        assert!(ro.mem.iter().all(|&b| b == 0x22));
+        // Nothing more is taken on that connection.
+        let next = Packet {
+            rkey: target.rkey(),
+            remote_addr: target.addr(0),
+            msg_len: 1,
+            data: vec![0xff],
+            ..r.request(Op::Write, 51)
+        };
+        let before = r.dropped();
+        r.inject(next);
+        assert_eq!(r.dropped(), before + 1);
+        assert!(target.mem.iter().all(|&b| b == 0x11));
+    };
+    let write = |r: &Remote, addr: u64, rkey: u32, len: usize| Packet {
+        rkey,
+        remote_addr: addr,
+        msg_len: len as u32,
+        data: vec![0xab; len],
+        ..r.request(Op::Write, 50)
+    };
+    // Past the end, before the start, no such key, no remote write right.
+    refused(&|r, t, _| write(r, t.addr(4000), t.rkey(), 200));
+    refused(&|r, t, _| write(r, t.addr(0) - 1, t.rkey(), 10));
+    refused(&|r, t, _| write(r, t.addr(0), 0xdead_beef, 10));
+    refused(&|r, _, ro| write(r, ro.addr(0), ro.rkey(), 10));
+    // A READ past the end.
+    refused(&|r, t, _| Packet {
+        rkey: t.rkey(),
+        remote_addr: t.addr(4000),
+        msg_len: 200,
+        ..r.request(Op::ReadRequest, 50)
+    });
+
+    // Inside: written and ACKed; a READ inside returns the bytes.
     let r = remote(RW);
     let target = Buf::new(r.s.pd, 4096, 0x11, RW);
     let ro = Buf::new(
@@ -342,41 +458,7 @@ fn responder_refuses_rdma_outside_the_mr() {
         0x22,
         IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ,
     );
-    let write = |addr: u64, rkey: u32, len: usize| Packet {
-        rkey,
-        remote_addr: addr,
-        msg_len: len as u32,
-        data: vec![0xab; len],
-        ..r.request(Op::Write, 50)
-    };
-    let naks = [
-        write(target.addr(4000), target.rkey(), 200), // past the end
-        write(target.addr(0) - 1, target.rkey(), 10), // before the start
-        write(target.addr(0), 0xdead_beef, 10),       // no such key
-        write(ro.addr(0), ro.rkey(), 10),             // no remote write
-    ];
-    for p in naks {
-        r.inject(p);
-        let a = r.rec.take();
-        assert_eq!(a.len(), 1, "{a:?}");
-        assert_eq!(
-            (a[0].op, a[0].syndrome),
-            (Op::Nak, Some(Syndrome::RemoteAccess))
-        );
-    }
-    assert!(target.mem.iter().all(|&b| b == 0x11));
-    assert!(ro.mem.iter().all(|&b| b == 0x22));
-    // A READ request past the end: NAK, no data.
-    r.inject(Packet {
-        rkey: target.rkey(),
-        remote_addr: target.addr(4000),
-        msg_len: 200,
-        ..r.request(Op::ReadRequest, 51)
-    });
-    let a = r.rec.take();
-    assert_eq!((a.len(), a[0].op), (1, Op::Nak));
-    // Inside: written, ACKed; a READ inside returns the bytes.
-    r.inject(write(target.addr(100), target.rkey(), 50));
+    r.inject(write(&r, target.addr(100), target.rkey(), 50));
     assert_eq!(r.rec.take()[0].op, Op::Ack);
     assert!(target.mem[100..150].iter().all(|&b| b == 0xab));
     assert!(target.mem[..100]
@@ -387,7 +469,7 @@ fn responder_refuses_rdma_outside_the_mr() {
         rkey: ro.rkey(),
         remote_addr: ro.addr(10),
         msg_len: 20,
-        ..r.request(Op::ReadRequest, 52)
+        ..r.request(Op::ReadRequest, 51)
     });
     let a = r.rec.take();
     assert_eq!(

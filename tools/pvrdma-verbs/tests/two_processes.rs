@@ -2,8 +2,9 @@
 //! binary, run as `peer`) each hold one software verbs device, joined by a
 //! real pvrdma-mux, as two QEMU processes are in the lab. Each registers its
 //! GID over the mux's mad socket as QEMU does; the parent then drives RC
-//! SEND (with immediate, several packets long), RDMA WRITE, RDMA READ, an
-//! RNR wait, a remote access error and UD between the two, checks every
+//! SEND (with immediate, several packets long), RDMA WRITE (also a burst in
+//! flight together), RDMA READ, an RNR wait, a remote access error and UD
+//! between the two, checks every
 //! byte on both sides, and finally kills the child: a request to it fails
 //! with retry exceeded instead of hanging.
 //!
@@ -348,6 +349,23 @@ fn rc_and_ud_between_two_processes() {
         format!("sum {}", fnv(&src.mem[5..70_005]))
     );
 
+    // A burst: six 20,000-byte WRITEs posted at once (in flight together),
+    // into 72,000..192,000; the last one signaled (completions in order).
+    for k in 0..6usize {
+        let mut sge = [src.sge(k * 1000, 20_000)];
+        let flags = if k == 5 { IBV_SEND_SIGNALED } else { 0 };
+        let mut wr = send_wr(30 + k as u64, &mut sge, IBV_WR_RDMA_WRITE, flags);
+        wr.wr.rdma.remote_addr = b_addr + 72_000 + (k * 20_000) as u64;
+        wr.wr.rdma.rkey = b_rkey;
+        assert_eq!(post_send(rc, &mut wr).0, 0);
+    }
+    let wc = wait_one(s.cq);
+    assert_eq!((wc.wr_id, wc.status), (35, IBV_WC_SUCCESS));
+    let burst: Vec<u8> = (0..6)
+        .flat_map(|k| src.mem[k * 1000..k * 1000 + 20_000].to_vec())
+        .collect();
+    assert_eq!(peer.ask("sum 72000 120000"), format!("sum {}", fnv(&burst)));
+
     // RDMA READ of 50,000 bytes from the peer's buffer at 200,000.
     let dst = Buf::new(s.pd, RECV_LEN, 0xee, RW);
     let mut sge = [dst.sge(0, 50_000)];
@@ -422,6 +440,7 @@ fn rc_and_ud_between_two_processes() {
     assert_eq!(peer.ask(&format!("sum 0 {PEER_BUF}")), {
         let mut expect: Vec<u8> = (0..PEER_BUF).map(peer_byte).collect();
         expect[1000..71_000].copy_from_slice(&src.mem[5..70_005]);
+        expect[72_000..192_000].copy_from_slice(&burst);
         format!("sum {}", fnv(&expect))
     });
 

@@ -293,9 +293,15 @@ impl Engine {
             attr: q.attr,
         };
         let rc = q.qp_type == ffi::IBV_QPT_RC;
-        let outcome = if rc && self.rc_is_remote(&me) {
-            self.exec_rc_remote(&me, &mut w)
-        } else if rc {
+        if rc && self.rc_is_remote(&me) {
+            // The queue stays whole: its WRs leave in a window and complete
+            // as their answers come.
+            if let Some(q) = self.qps.get_mut(&s) {
+                q.sq.push_front(w);
+            }
+            return self.pump_remote(s, &me);
+        }
+        let outcome = if rc {
             match self.exec_rc(&me, &w) {
                 Some(o) if o.vendor_err == vendor_err::NO_RESPONDER => unanswered(&me, &mut w, o),
                 other => other,

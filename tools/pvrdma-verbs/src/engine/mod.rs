@@ -67,8 +67,6 @@ pub struct Engine {
     /// Packets from other processes dropped: for no QP, not from its peer,
     /// out of order, or answering nothing in flight ([`remote`]).
     pub remote_dropped: u64,
-    /// The last message number an RC request to another process used.
-    next_msg_id: u32,
     /// QPs that must enter the error state once the current operation ends
     /// (their completion was dropped by an overflowed CQ).
     pending_errors: Vec<Key>,
@@ -92,7 +90,6 @@ impl Engine {
             router: route::Router::default(),
             qkey_violations: 0,
             remote_dropped: 0,
-            next_msg_id: 0,
             pending_errors: Vec::new(),
             next_handle: 1,
         }

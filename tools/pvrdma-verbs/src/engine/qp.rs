@@ -65,6 +65,12 @@ pub struct Qp {
     pub rq: VecDeque<RecvWqe>,
     /// A message from a QP of another process, partly received.
     pub inbound: Option<super::remote::Inbound>,
+    /// Requester: the sequence number of the next message to another
+    /// process (consecutive per QP).
+    pub next_psn: u32,
+    /// Responder: the sequence number of the next message taken from
+    /// another process (`None` until the first one, whose number it takes).
+    pub expected_psn: Option<u32>,
 }
 
 impl Qp {
@@ -173,6 +179,8 @@ impl Engine {
             sq: VecDeque::new(),
             rq: VecDeque::new(),
             inbound: None,
+            next_psn: 0,
+            expected_psn: None,
         };
         self.qp_by_num.insert(qpn, qp.obj.key());
         self.qps.insert(qp.obj.key(), qp);

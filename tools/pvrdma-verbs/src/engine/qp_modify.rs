@@ -251,6 +251,7 @@ impl Engine {
                 q.sq.clear();
                 q.rq.clear();
                 q.inbound = None;
+                q.expected_psn = None;
                 q.attr = ffi::ibv_qp_attr {
                     cap: q.cap,
                     ..Default::default()
@@ -269,6 +270,7 @@ impl Engine {
         if let Some(q) = self.qps.get_mut(&qp) {
             q.set_state(ffi::IBV_QPS_ERR);
             q.inbound = None;
+            q.expected_psn = None;
         }
         self.flush_sq(qp);
         self.flush_rq(qp);

@@ -2,29 +2,35 @@
 //! responder's halves of the fabric's data path ([`pvrdma_fabric::packet`]).
 //!
 //! **Requester.** An RC send WR whose destination GID is not this device's
-//! is cut into packets and handed to the router; it then waits at the head
-//! of its send queue ([`RemoteWait::Sent`]) until the answer with its
-//! message number comes, so a QP has one message in flight at a time and
-//! completes its WRs in order. An ACK completes it; an RDMA READ response
-//! is collected and scattered into the WR's buffers; a NAK completes it in
-//! error (the QP goes to the error state); an RNR NAK makes it wait
-//! [`RNR_DELAY`] and go out again (every RNR wait is infinite, as for
-//! in-process sends). With no answer by its deadline, the QP's retry timeout
-//! × (`retry_cnt` + 1) but at least [`MIN_REMOTE_WAIT`], it completes with
-//! `IBV_WC_RETRY_EXC_ERR`, as when a peer dies.
+//! is cut into packets and handed to the router, with the QP's next message
+//! sequence number (consecutive per QP); up to [`MAX_IN_FLIGHT`] messages
+//! (and [`MAX_IN_FLIGHT_BYTES`]) of a QP are in flight
+//! ([`RemoteWait::Sent`]), and they stay in the send queue until answered,
+//! oldest first, so WRs complete in order. The answer to the oldest decides
+//! it: an ACK completes it; an RDMA READ response is collected and scattered
+//! into the WR's buffers; a NAK completes it in error (the QP goes to the
+//! error state and flushes the rest); an RNR NAK makes it and every message
+//! behind it go out again after [`RNR_DELAY`] (go-back-N: the responder
+//! dropped them; every RNR wait is infinite, as for in-process sends). With
+//! no answer by its deadline, the QP's retry timeout × (`retry_cnt` + 1) but
+//! at least [`MIN_REMOTE_WAIT`], it completes with `IBV_WC_RETRY_EXC_ERR`, as
+//! when a peer dies. A WR that fails before it can leave (a bad local key)
+//! fails when it reaches the head, after those before it.
 //!
 //! **Responder.** Packets for a QP are taken only from its connected peer
 //! (its `dest_qp_num` and destination GID) while it can receive, and only in
-//! order (each packet continues the message at the offset the previous one
-//! ended); anything else is dropped and counted, so a requester that is not
-//! the peer times out, as on a real fabric. A complete message is executed
+//! order: a message must carry the sequence number after the last one
+//! executed (after an RNR NAK or a NAK, the same number again), and each
+//! packet continues its message at the offset the previous one ended;
+//! anything else is dropped and counted, so a requester that is not the peer
+//! times out, as on a real fabric. A complete message is executed
 //! by the same code as an in-process request ([`Engine::respond_rc`]), and
 //! its answer goes back to the requester. A UD datagram is delivered like an
 //! in-process one.
 //!
 //! Nothing a packet says is trusted beyond what [`Packet::decode`] checked:
 //! QP numbers are looked up, the requester's GID and QP must be the
-//! responder's peer, answers must carry the message number in flight, and
+//! responder's peer, answers must carry the oldest message's number, and
 //! reassembly takes only contiguous data up to the length of the message
 //! (at most [`MAX_MESSAGE`]); memory is touched only through the MR checks
 //! every request passes.
@@ -43,6 +49,11 @@ use std::time::{Duration, Instant};
 
 /// How long a requester waits before sending a message again after an RNR NAK.
 pub const RNR_DELAY: Duration = Duration::from_millis(1);
+/// Most messages of one QP in flight to another process.
+pub const MAX_IN_FLIGHT: usize = 16;
+/// Most bytes of one QP's messages in flight (one message goes out however
+/// long it is): the mux queues at most 128 MiB for a library.
+pub const MAX_IN_FLIGHT_BYTES: u64 = 4 << 20;
 /// The shortest a requester waits for an answer from another process: its
 /// answer crosses two sockets and the mux, whatever the QP's timeout says.
 pub const MIN_REMOTE_WAIT: Duration = Duration::from_millis(250);
@@ -92,45 +103,120 @@ impl Engine {
         self.router.route(&self.gids, &dgid) == Route::Remote
     }
 
-    fn fresh_msg_id(&mut self) -> u32 {
-        self.next_msg_id = self.next_msg_id.wrapping_add(1);
-        self.next_msg_id
-    }
-
-    /// Sends (or keeps waiting for) RC WR `w` to another process; `None`
-    /// while it waits at the head of the send queue.
-    pub(super) fn exec_rc_remote(&mut self, me: &Sender, w: &mut SendWqe) -> Option<Outcome> {
+    /// Drives RC QP `s`'s send queue to another process (its RTS state
+    /// checked by the caller): fails the head if its answer is overdue, and
+    /// sends the WRs behind it, in order, while the window has room. True
+    /// if a WR completed (then the caller calls again).
+    pub(super) fn pump_remote(&mut self, s: Key, me: &Sender) -> bool {
         let now = Instant::now();
-        match &w.remote {
-            Some(RemoteWait::Sent { deadline, .. }) => {
-                return if now >= *deadline {
-                    crate::log::vlog!(
-                        "rc_remote_timeout",
-                        "qp_num={:#x} wr_id={:#x}: no answer from the peer",
-                        me.qpn,
-                        w.wr_id
-                    );
-                    fail(ffi::IBV_WC_RETRY_EXC_ERR, vendor_err::NO_RESPONDER)
-                } else {
-                    None
+        let Some(head) = self.qps.get(&s).and_then(|q| q.sq.front()) else {
+            return false;
+        };
+        match &head.remote {
+            Some(RemoteWait::Sent { deadline, .. }) if now >= *deadline => {
+                crate::log::vlog!(
+                    "rc_remote_timeout",
+                    "qp_num={:#x} wr_id={:#x}: no answer from the peer",
+                    me.qpn,
+                    head.wr_id
+                );
+                let exceeded = Outcome {
+                    status: ffi::IBV_WC_RETRY_EXC_ERR,
+                    vendor_err: vendor_err::NO_RESPONDER,
+                    byte_len: 0,
                 };
+                return self.finish_head(s, exceeded);
             }
-            Some(RemoteWait::Rnr { resend_at }) if now < *resend_at => return None,
+            // Nothing goes out before the head does again.
+            Some(RemoteWait::Rnr { resend_at }) if now < *resend_at => return false,
             _ => {}
         }
-        let (len, data) = match self.request_data(me, w, u64::from(MAX_MESSAGE)) {
-            Ok(r) => r,
-            Err(o) => return o,
+        let (mut count, mut bytes) = (0usize, 0u64);
+        for i in 0.. {
+            let Some(w) = self.qps.get(&s).and_then(|q| q.sq.get(i)).cloned() else {
+                return false;
+            };
+            let len = w.payload.byte_len();
+            if matches!(w.remote, Some(RemoteWait::Sent { .. })) {
+                (count, bytes) = (count + 1, bytes + len);
+                continue;
+            }
+            if count >= MAX_IN_FLIGHT || (count > 0 && bytes + len > MAX_IN_FLIGHT_BYTES) {
+                return false;
+            }
+            match self.send_remote_wqe(s, me, &w) {
+                Ok(state) => {
+                    if let Some(q) = self.qps.get_mut(&s) {
+                        q.sq[i].remote = Some(state.0);
+                        q.sq[i].psn = Some(state.1);
+                    }
+                    (count, bytes) = (count + 1, bytes + len);
+                }
+                // A WR that fails before it leaves fails in its turn, at the head.
+                Err(_) if i > 0 => return false,
+                Err(Some(o)) => return self.finish_head(s, o),
+                Err(None) => {
+                    // Nothing left this process: retry until the deadline,
+                    // like a requester whose packets are lost.
+                    let lost = Outcome {
+                        status: ffi::IBV_WC_RETRY_EXC_ERR,
+                        vendor_err: vendor_err::NO_RESPONDER,
+                        byte_len: 0,
+                    };
+                    let Some(head) = self.qps.get_mut(&s).and_then(|q| q.sq.front_mut()) else {
+                        return false;
+                    };
+                    return match unanswered(me, head, lost) {
+                        Some(o) => self.finish_head(s, o),
+                        None => false,
+                    };
+                }
+            }
+        }
+        false
+    }
+
+    /// Takes the head WR off `s`'s send queue and completes it with `o`.
+    fn finish_head(&mut self, s: Key, o: Outcome) -> bool {
+        match self.qps.get_mut(&s).and_then(|q| q.sq.pop_front()) {
+            Some(w) => {
+                self.finish_send(s, &w, o);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Sends RC WR `w` of QP `s` to another process: its state once sent
+    /// and its sequence number; or the requester's local error (`Some`), or
+    /// `None` if nothing could leave this process.
+    fn send_remote_wqe(
+        &mut self,
+        s: Key,
+        me: &Sender,
+        w: &SendWqe,
+    ) -> Result<(RemoteWait, u32), Option<Outcome>> {
+        let (len, data) = self.request_data(me, w, u64::from(MAX_MESSAGE))?;
+        let sgid = self
+            .gids
+            .valid(usize::from(me.attr.ah_attr.grh.sgid_index))
+            .ok_or(None)?;
+        let q = self.qps.get_mut(&s).ok_or(None)?;
+        let psn = match w.psn {
+            Some(psn) => psn,
+            None => {
+                let psn = q.next_psn;
+                q.next_psn = psn.wrapping_add(1);
+                psn
+            }
         };
-        let sgid = self.gids.valid(usize::from(me.attr.ah_attr.grh.sgid_index));
-        let msg_id = self.fresh_msg_id();
         let (op, flags) = request_op(w);
         let template = Packet {
-            sgid: sgid.unwrap_or([0; 16]),
+            sgid,
             dgid: gid_bytes(&me.attr.ah_attr.grh.dgid),
             src_qpn: me.qpn,
             dst_qpn: me.attr.dest_qp_num,
-            msg_id,
+            msg_id: psn,
             op,
             flags,
             sl: me.attr.ah_attr.sl,
@@ -147,29 +233,17 @@ impl Engine {
         } else {
             Packet::segments(&template, &data)
         };
-        if sgid.is_none() || !self.router.send_remote(packets) {
-            // Nothing left this process: retry until the deadline, like a
-            // requester whose packets are lost.
-            w.remote = None;
-            return unanswered(
-                me,
-                w,
-                Outcome {
-                    status: ffi::IBV_WC_RETRY_EXC_ERR,
-                    vendor_err: vendor_err::NO_RESPONDER,
-                    byte_len: 0,
-                },
-            );
+        if !self.router.send_remote(packets) {
+            return Err(None);
         }
-        let deadline =
-            now + retry::retry_wait(me.attr.timeout, me.attr.retry_cnt).max(MIN_REMOTE_WAIT);
+        let wait = retry::retry_wait(me.attr.timeout, me.attr.retry_cnt).max(MIN_REMOTE_WAIT);
+        let deadline = Instant::now() + wait;
         retry::schedule(deadline);
-        w.remote = Some(RemoteWait::Sent {
-            msg_id,
+        let sent = RemoteWait::Sent {
             deadline,
             read: Vec::new(),
-        });
-        None
+        };
+        Ok((sent, psn))
     }
 
     /// A UD datagram to another process: one packet, sent or not (a
@@ -264,12 +338,12 @@ impl Engine {
         let head = q.sq.front_mut().ok_or("nothing in flight")?;
         let requested = head.payload.byte_len();
         let is_read = head.opcode == ffi::IBV_WR_RDMA_READ;
-        let Some(RemoteWait::Sent { msg_id, read, .. }) = &mut head.remote else {
+        if head.psn != Some(p.msg_id) {
+            return Err("does not answer the oldest message in flight");
+        }
+        let Some(RemoteWait::Sent { read, .. }) = &mut head.remote else {
             return Err("nothing in flight");
         };
-        if *msg_id != p.msg_id {
-            return Err("not the message in flight");
-        }
         // Either how the WR ends, or (a READ) the response data to scatter
         // once the WR is off the queue.
         let (outcome, read_data) = match p.op {
@@ -285,8 +359,17 @@ impl Engine {
                 (None, Some(std::mem::take(read)))
             }
             Op::RnrNak => {
+                // Go back: the responder drops the messages behind this one
+                // until it comes again, so they all go out again after it.
                 let resend_at = Instant::now() + RNR_DELAY;
-                head.remote = Some(RemoteWait::Rnr { resend_at });
+                for w in q.sq.iter_mut() {
+                    if matches!(w.remote, Some(RemoteWait::Sent { .. })) {
+                        w.remote = None;
+                    }
+                }
+                if let Some(head) = q.sq.front_mut() {
+                    head.remote = Some(RemoteWait::Rnr { resend_at });
+                }
                 retry::schedule(resend_at);
                 return Ok(());
             }
@@ -303,6 +386,15 @@ impl Engine {
         let Some(w) = q.sq.pop_front() else {
             return Err("nothing in flight");
         };
+        // The retry timer restarts with each answer: the next oldest gets
+        // its full wait from now (it may have left long ago).
+        if let Some(Some(RemoteWait::Sent { deadline, .. })) =
+            q.sq.front_mut().map(|n| &mut n.remote)
+        {
+            let wait = retry::retry_wait(me.attr.timeout, me.attr.retry_cnt).max(MIN_REMOTE_WAIT);
+            *deadline = Instant::now() + wait;
+            retry::schedule(*deadline);
+        }
         let outcome = match (outcome, read_data) {
             (Some(o), _) => Some(o),
             (None, Some(bytes)) => self.read_response(&me, &w, &bytes),
@@ -321,6 +413,10 @@ impl Engine {
         let q = self.qps.get_mut(&d).ok_or("no such QP")?;
         if !q.can_receive() {
             return Err("QP does not receive in its state");
+        }
+        let first = p.op == Op::ReadRequest || p.offset == 0;
+        if first && q.expected_psn.is_some_and(|e| e != p.msg_id) {
+            return Err("out of sequence (behind a message that was refused, or a gap)");
         }
         let complete = if p.op == Op::ReadRequest {
             q.inbound = None;
@@ -374,6 +470,14 @@ impl Engine {
             remote_addr: head.remote_addr,
         };
         let answer = self.respond_rc(d, &req);
+        // What comes next: the message after this one, or this one again
+        // (after an RNR NAK; after a NAK, whose requester stops, nothing).
+        if let Some(q) = self.qps.get_mut(&d) {
+            q.expected_psn = Some(match answer {
+                Answer::Ack | Answer::ReadData(_) => head.msg_id.wrapping_add(1),
+                Answer::Rnr | Answer::Nak(..) => head.msg_id,
+            });
+        }
         let template = Packet {
             sgid: head.dgid,
             dgid: head.sgid,

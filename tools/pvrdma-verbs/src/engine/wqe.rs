@@ -82,22 +82,24 @@ pub struct SendWqe {
     /// RC to a QP of another process: where the request stands
     /// ([`super::remote`]).
     pub remote: Option<RemoteWait>,
+    /// RC to a QP of another process: the message's sequence number, given
+    /// when it is first sent and kept when it is sent again.
+    pub psn: Option<u32>,
 }
 
 /// An RC request to another process, waiting at the head of its send queue.
 #[derive(Clone, Debug)]
 pub enum RemoteWait {
-    /// Sent as message `msg_id`; it fails with `IBV_WC_RETRY_EXC_ERR` if no
-    /// answer has come by `deadline`.
+    /// Sent; at the head of the queue, it fails with
+    /// `IBV_WC_RETRY_EXC_ERR` if no answer has come by `deadline`.
     Sent {
-        /// The message number the answer must carry.
-        msg_id: u32,
         /// When the requester gives up.
         deadline: std::time::Instant,
         /// An RDMA READ's response data so far.
         read: Vec<u8>,
     },
-    /// The responder had no receive posted (RNR NAK): send again then.
+    /// The responder had no receive posted (RNR NAK): send it (and the
+    /// messages behind it) again then.
     Rnr {
         /// When to send again.
         resend_at: std::time::Instant,

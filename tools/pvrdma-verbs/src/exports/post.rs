@@ -59,6 +59,7 @@ unsafe fn send_wqe(w: &ffi::ibv_send_wr) -> Result<(SendWqe, usize, UdTarget), i
         ud: None,
         retry_deadline: None,
         remote: None,
+        psn: None,
     };
     let target = UdTarget {
         ah: ud.ah as usize,
