@@ -6,7 +6,11 @@
 //! A library's reader thread never writes to another library's socket
 //! itself: it queues the packet on the destination's [`DataQueue`], whose own
 //! thread writes it. So two libraries sending to each other cannot stall the
-//! mux (each reader keeps reading whatever the other's socket holds).
+//! mux (each reader keeps reading whatever the other's socket holds). A
+//! library that stops reading altogether costs at most [`MAX_QUEUED_BYTES`]
+//! of queue, and a write to it that cannot finish within
+//! [`stall_timeout`] (so a GID push never waits behind it for ever) ends its
+//! session: a frame cut short would leave the stream unreadable anyway.
 
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -35,6 +39,12 @@ const MUX_CAPS: Caps = CAP_DATA;
 /// are dropped (its QEMU is not reading; the senders' RC requests then time
 /// out, as on a congested fabric).
 pub const MAX_QUEUED_BYTES: usize = 128 << 20;
+
+/// How long a write to a library may block before the library counts as
+/// stalled and its session ends: five ACK timeouts (10 s by default).
+pub fn stall_timeout(ack_timeout: Duration) -> Duration {
+    ack_timeout.saturating_mul(5)
+}
 
 /// Packets waiting to be written to one library, and their writer thread.
 struct DataQueue {
@@ -137,7 +147,9 @@ impl Library {
         let written = wire::write_frame(w, seq, frame);
         if let Err(e) = &written {
             lock(&self.waiters).remove(&seq);
-            log!(self.shared.log, "{} write failed: {e}", self.tag());
+            log!(self.shared.log, "{} write failed: {e}; closing", self.tag());
+            // The frame may be cut short: the session cannot go on.
+            let _ = w.shutdown(std::net::Shutdown::Both);
         }
         written.map(|()| seq)
     }
@@ -291,6 +303,14 @@ pub fn serve(mut stream: UnixStream, id: ConnId, shared: &Arc<Shared>) {
             )
         }
     };
+    if let Err(e) = writer.set_write_timeout(Some(stall_timeout(shared.ack_timeout))) {
+        return refuse(
+            &mut stream,
+            shared,
+            &tag,
+            format!("cannot set a write timeout: {e}"),
+        );
+    }
     let writer = Arc::new(Mutex::new(writer));
     let caps = offered & MUX_CAPS;
     let (data_tx, data_rx) = mpsc::channel();
@@ -460,10 +480,16 @@ fn write_packets(
 ) {
     while let Ok(frame) = queued.recv() {
         queued_bytes.fetch_sub(frame.len(), Ordering::AcqRel);
-        if let Err(e) = lock(writer).write_all(&frame) {
+        let mut w = lock(writer);
+        if let Err(e) = w.write_all(&frame) {
             if !shared.stopping.load(Ordering::SeqCst) {
-                log!(shared.log, "{tag}: writing a data packet failed: {e}");
+                log!(
+                    shared.log,
+                    "{tag}: writing a data packet failed ({e}): the library does not read; closing"
+                );
             }
+            // The frame may be cut short: the session cannot go on.
+            let _ = w.shutdown(std::net::Shutdown::Both);
             return;
         }
     }

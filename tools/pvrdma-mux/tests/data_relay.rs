@@ -160,3 +160,72 @@ fn a_malformed_data_frame_ends_the_session() {
     let (client, _) = data_library(&t);
     assert_eq!(client.caps(), CAP_DATA);
 }
+
+#[test]
+fn a_library_that_stops_reading_costs_the_mux_a_bounded_queue() {
+    use pvrdma_mux::library::MAX_QUEUED_BYTES;
+    // ACK timeout 200 ms: a library that cannot take a write for 1 s is stalled.
+    let t = TestMux::with_timeout("stalled", Duration::from_millis(200));
+    // A raw library that offers the data path and then never reads.
+    let mut s = UnixStream::connect(&t.fabric).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let hello = Frame::Hello {
+        version: PROTOCOL_VERSION,
+        pid: std::process::id(),
+        caps: CAP_DATA,
+        name: "stalled".into(),
+    };
+    wire::write_frame(&mut s, 0, &hello).unwrap();
+    assert!(matches!(
+        wire::read_frame(&mut s).unwrap(),
+        Some((_, Frame::Welcome { .. }))
+    ));
+    // Its QEMU registers G1: the library acknowledges the push (it reads
+    // this once), then stops reading.
+    let mut q = t.qemu();
+    q.send(&pvrdma_fabric::mux_msg::MuxMsg::request(
+        pvrdma_fabric::mux_msg::OpCode::Reg,
+        G1,
+    ));
+    match wire::read_frame(&mut s).unwrap() {
+        Some((seq, Frame::GidAdd(g))) if g == G1 => {
+            let ack = Frame::Ack(pvrdma_fabric::wire::AckStatus::Ok);
+            wire::write_frame(&mut s, seq, &ack).unwrap();
+        }
+        other => panic!("{other:?}"),
+    }
+    let r = q.read().expect("REG answered");
+    assert_eq!(r.err_code(), Some(pvrdma_fabric::mux_msg::ErrCode::Ok));
+    // It sends to itself: the mux queues what it cannot write to it, up to
+    // MAX_QUEUED_BYTES, and drops the rest.
+    let chunk = vec![7u8; pvrdma_fabric::packet::MAX_CHUNK];
+    let p = Packet {
+        msg_len: chunk.len() as u32,
+        data: chunk,
+        ..packet(G1, G1, 1)
+    };
+    let frame = Frame::Data(p).encode(0);
+    let frames = MAX_QUEUED_BYTES / frame.len() + 200;
+    let mut writer = s.try_clone().unwrap();
+    let sender = std::thread::spawn(move || {
+        for _ in 0..frames {
+            if std::io::Write::write_all(&mut writer, &frame).is_err() {
+                break;
+            }
+        }
+    });
+    assert!(
+        t.wait_log("bytes queued"),
+        "no drop once {MAX_QUEUED_BYTES} bytes were queued:\n{}",
+        t.dump_log()
+    );
+    // The write that cannot finish ends the stalled session (the library's
+    // last frames are cut short) instead of holding its socket for ever.
+    assert!(t.wait_log("does not read; closing"), "{}", t.dump_log());
+    assert!(t.wait_libraries_closed(1), "{}", t.dump_log());
+    drop(s);
+    sender.join().unwrap();
+    // Its process's next REG is answered at once: no library.
+    let mut q2 = t.qemu();
+    assert_eq!(q2.reg(G3), pvrdma_fabric::mux_msg::ErrCode::Enotfound);
+}
