@@ -67,6 +67,15 @@ pub struct Inbound {
     data: Vec<u8>,
 }
 
+/// How a request that nobody answered ends.
+fn retry_exceeded() -> Outcome {
+    Outcome {
+        status: ffi::IBV_WC_RETRY_EXC_ERR,
+        vendor_err: vendor_err::NO_RESPONDER,
+        byte_len: 0,
+    }
+}
+
 /// The `IBV_WR_*` opcode of a request packet.
 fn wr_opcode(p: &Packet) -> u32 {
     let imm = p.flags & flag::IMM != 0;
@@ -120,11 +129,7 @@ impl Engine {
                     me.qpn,
                     head.wr_id
                 );
-                let exceeded = Outcome {
-                    status: ffi::IBV_WC_RETRY_EXC_ERR,
-                    vendor_err: vendor_err::NO_RESPONDER,
-                    byte_len: 0,
-                };
+                let exceeded = retry_exceeded();
                 return self.finish_head(s, exceeded);
             }
             // Nothing goes out before the head does again.
@@ -158,11 +163,7 @@ impl Engine {
                 Err(None) => {
                     // Nothing left this process: retry until the deadline,
                     // like a requester whose packets are lost.
-                    let lost = Outcome {
-                        status: ffi::IBV_WC_RETRY_EXC_ERR,
-                        vendor_err: vendor_err::NO_RESPONDER,
-                        byte_len: 0,
-                    };
+                    let lost = retry_exceeded();
                     let Some(head) = self.qps.get_mut(&s).and_then(|q| q.sq.front_mut()) else {
                         return false;
                     };
