@@ -278,8 +278,19 @@ stage "test $LAB_TEST"
 mkdir -p /tmp/lab-test
 cd /tmp/lab-test || setup_failed "cannot cd to /tmp/lab-test"
 t0=$(uptime_now)
+# The watchdog: 10 s before the limit, what a test that is still running waits
+# for (timeout(1) cannot kill a process stuck in the kernel).
+# Once reporting, it is not stopped by the test's end: it is waited for.
+(
+	busybox sleep $((LAB_TIMEOUT > 20 ? LAB_TIMEOUT - 10 : LAB_TIMEOUT))
+	trap '' TERM
+	lab_hang_report "the test still running 10 s before its limit of ${LAB_TIMEOUT} s"
+) &
+lab_watchdog=$!
 timeout -k 5 "$LAB_TIMEOUT" sh "$LAB_SCRIPT" >"$R/test.log" 2>&1 </dev/null
 status=$?
+kill "$lab_watchdog" 2>/dev/null
+wait "$lab_watchdog" 2>/dev/null
 t1=$(uptime_now)
 cd /
 echo "$status" >"$R/status"
@@ -295,10 +306,23 @@ stage rmmod
 # Anything the test left behind would hold the device open and make rmmod wait.
 kill -KILL -1 2>/dev/null
 busybox sleep 1
-if timeout 60 rmmod "$LAB_MODULE_NAME" >>"$R/init.log" 2>&1; then
+# rmmod runs in the background and is waited for 60 s: one stuck in the kernel
+# (uninterruptible) would hold timeout(1) for ever, and the guest would never
+# report what it waits for.
+rmmod "$LAB_MODULE_NAME" >>"$R/init.log" 2>&1 &
+lab_rmmod=$!
+lab_n=600
+while lab_alive "$lab_rmmod" && [ "$lab_n" -gt 0 ]; do
+	lab_n=$((lab_n - 1))
+	busybox sleep 0.1
+done
+if lab_alive "$lab_rmmod"; then
+	lab_hang_report "rmmod $LAB_MODULE_NAME still running after 60 s"
+	echo "rmmod $LAB_MODULE_NAME hung (60 s): $(grep -m 1 '^stuck: ' "$R/hang.txt")" >"$R/teardown"
+elif wait "$lab_rmmod"; then
 	echo ok >"$R/teardown"
 else
-	echo "rmmod $LAB_MODULE_NAME failed or hung (status $?)" >"$R/teardown"
+	echo "rmmod $LAB_MODULE_NAME failed (status $?)" >"$R/teardown"
 fi
 lab_driver_idle=$(uptime_now)
 read -r lab_teardown <"$R/teardown"

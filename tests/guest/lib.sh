@@ -219,6 +219,50 @@ lab_alive() {
 	[ -n "$state" ] && [ "$state" != Z ]
 }
 
+# lab_hang_report WHAT: for a step that did not end in time (WHAT), appends to
+# $LAB_RESULTS/hang.txt what every process in uninterruptible sleep was
+# waiting for in the kernel: a line `stuck: COMM (pid N) in f1 < f2 < f3` (the
+# innermost frames of its kernel stack; the runner quotes the first such
+# line), then the whole stack, kernel threads included; and every process with
+# its state and wait channel. A process in D cannot be killed, so this is
+# the one chance to see what it waits for. (Not sysrq w: its traces in dmesg
+# would read as a kernel report and hide the hang in the verdict.)
+lab_hang_report() {
+	# Shell builtins where possible: a few hundred forks take seconds under TCG.
+	{
+		read -r lab_uptime _ </proc/uptime
+		echo "$1 (uptime $lab_uptime s)"
+		for proc in /proc/[0-9]*; do
+			lab_proc_state "$proc"
+			[ "$lab_state" = D ] || continue
+			frames=$(sed -n 's/^\[<[0-9a-f]*>\] \([^+]*\)+.*/\1/p' "$proc/stack" 2>/dev/null |
+				grep -v -e '^__schedule$' -e '^schedule$' -e '^schedule_timeout$' |
+				head -n 3 | tr '\n' '<' | sed 's/<$//; s/</ < /g')
+			echo "stuck: $lab_comm (pid ${proc#/proc/}) in ${frames:-an unreadable stack}"
+			sed 's/^/    /' "$proc/stack" 2>/dev/null
+		done
+		echo "processes (pid, state, wait channel, command):"
+		for proc in /proc/[0-9]*; do
+			lab_proc_state "$proc"
+			wchan=
+			read -r wchan 2>/dev/null <"$proc/wchan"
+			echo "  ${proc#/proc/} $lab_state ${wchan:--} $lab_comm"
+		done
+	} >>"$LAB_RESULTS/hang.txt" 2>&1
+}
+
+# lab_proc_state /proc/PID: sets lab_state (R, S, D, ...) and lab_comm.
+lab_proc_state() {
+	lab_state=
+	lab_comm=
+	read -r lab_comm 2>/dev/null <"$1/comm"
+	while read -r key value _; do
+		[ "$key" = State: ] || continue
+		lab_state=$value
+		break
+	done 2>/dev/null <"$1/status"
+}
+
 # lab_server_start SECONDS LOG CMD...: starts CMD in the background under
 # timeout(1) with its output in LOG; sets LAB_SERVER_PID.
 lab_server_start() {

@@ -62,6 +62,11 @@ impl Guard {
         &self.name
     }
 
+    /// The child's process id while it has not been reaped.
+    pub fn pid(&self) -> Option<u32> {
+        self.status.is_none().then(|| self.child.id())
+    }
+
     /// The child's stderr, if it was piped and not taken yet.
     pub fn take_stderr(&mut self) -> Option<std::process::ChildStderr> {
         self.child.stderr.take()

@@ -15,6 +15,7 @@
 //! | `tainted`     | `/proc/sys/kernel/tainted` at the end                          |
 //! | `kmemleak-state` | `scanned`, or why kmemleak could not scan (absent, disabled) |
 //! | `kmemleak.txt`| kmemleak's report, if the kernel has kmemleak                  |
+//! | `hang.txt`    | what processes stuck in the kernel waited for (`lab_hang_report`) |
 //! | `done`        | written last: the guest finished reporting                     |
 //!
 //! Everything is read defensively: the guest is the code under test.
@@ -59,6 +60,10 @@ pub struct GuestReport {
     pub tainted: Option<u64>,
     /// `Ok(())` if kmemleak scanned, else why it could not; None if init never said.
     pub kmemleak_state: Option<Result<(), String>>,
+    /// What a step that overran was stuck on: the first `stuck: ` line of
+    /// `hang.txt` (a process in uninterruptible sleep and its innermost kernel
+    /// frames), else that file's first line; None if no step overran.
+    pub hang: Option<String>,
 }
 
 /// Reads a guest file as text (lossily), at most [`MAX_READ`] bytes.
@@ -148,7 +153,18 @@ pub fn read(dir: &Path) -> GuestReport {
                 Err(l)
             }
         }),
+        hang: read_text(&dir.join("hang.txt")).and_then(|text| hang_summary(&text)),
     }
+}
+
+/// The line of a hang report that names what was stuck.
+fn hang_summary(text: &str) -> Option<String> {
+    text.lines()
+        .find(|l| l.starts_with("stuck: "))
+        .or_else(|| text.lines().next())
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(shorten)
 }
 
 #[cfg(test)]
@@ -189,6 +205,22 @@ mod tests {
             report.kmemleak_state,
             Some(Err("absent (no kmemleak)".to_string()))
         );
+    }
+
+    #[test]
+    fn names_what_hung() {
+        let report = "the test still running (uptime 590 s)\n\
+                      stuck: rmmod (pid 412) in ib_unregister_device < pvrdma_remove\n    [<0>] x\n\
+                      stuck: rping (pid 9) in rdma_destroy_id\n";
+        assert_eq!(
+            hang_summary(report).as_deref(),
+            Some("stuck: rmmod (pid 412) in ib_unregister_device < pvrdma_remove")
+        );
+        assert_eq!(
+            hang_summary("the test still running (uptime 590 s)\nuser processes:\n").as_deref(),
+            Some("the test still running (uptime 590 s)")
+        );
+        assert_eq!(hang_summary("\n"), None);
     }
 
     #[test]

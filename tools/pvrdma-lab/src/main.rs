@@ -15,6 +15,7 @@ mod model;
 mod mux;
 mod pair;
 mod pool;
+mod postmortem;
 mod qemu;
 mod reference_bugs;
 mod run_error;

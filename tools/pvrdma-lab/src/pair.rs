@@ -157,7 +157,7 @@ fn judge_killed(dir: &Path, end: &QemuEnd) -> Verdict {
         };
     }
     match end {
-        QemuEnd::TimedOut { limit_secs } => Verdict::Fail {
+        QemuEnd::TimedOut { limit_secs, .. } => Verdict::Fail {
             cause: format!("asked to be killed, but still ran at the {limit_secs} s limit"),
             kernel_problem: false,
         },
@@ -294,7 +294,10 @@ mod tests {
         };
         let clean = dir_with_console("clean", "[    1.000000] pvrdma: port 1 ACTIVE\n");
         assert_eq!(judge_killed(&clean, &exited), Verdict::Pass);
-        let timed_out = QemuEnd::TimedOut { limit_secs: 9 };
+        let timed_out = QemuEnd::TimedOut {
+            limit_secs: 9,
+            postmortem: String::new(),
+        };
         assert!(matches!(
             judge_killed(&clean, &timed_out),
             Verdict::Fail { .. }

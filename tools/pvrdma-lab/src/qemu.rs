@@ -139,6 +139,10 @@ impl Guest<'_> {
             format!("memory-backend-ram,id=ram0,size={RAM},share=on"),
             "-nographic".into(),
             "-no-reboot".into(),
+            // Named threads ("ALL CPUs/TCG"): the runner's backtraces of a
+            // QEMU that overran say where the vCPU thread was.
+            "-name".into(),
+            "guest=pvrdma-lab,debug-threads=on".into(),
             // No default NIC: the vmxnet3 below is the only one, with no host
             // backend, so the guest's network reaches nothing outside it.
             "-nic".into(),

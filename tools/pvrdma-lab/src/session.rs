@@ -19,6 +19,7 @@ use crate::kernel_log::Problem;
 use crate::layout::Layout;
 use crate::model::DeviceModel;
 use crate::mux::{self, MuxFiles};
+use crate::postmortem;
 use crate::qemu::Guest;
 use crate::reference_bugs;
 use crate::run_error::RunError;
@@ -350,12 +351,19 @@ pub fn wait_for_guests(
         if Instant::now() >= deadline {
             for ((qemu, dir), end) in qemus.iter_mut().zip(&mut ends) {
                 if end.is_none() {
+                    let postmortem = qemu.pid().map_or_else(
+                        || "QEMU already exited".to_string(),
+                        |pid| postmortem::backtraces(pid, &dir.join("qemu-backtraces.txt")),
+                    );
                     qemu.terminate(QEMU_GRACE);
                     let _ = writeln!(
                         create(&dir.join("timeout.txt"))?,
                         "the runner killed QEMU after {limit_secs} s"
                     );
-                    *end = Some(QemuEnd::TimedOut { limit_secs });
+                    *end = Some(QemuEnd::TimedOut {
+                        limit_secs,
+                        postmortem,
+                    });
                 }
             }
             return Ok((ends.into_iter().flatten().collect(), mux_failure));

@@ -18,6 +18,9 @@ pub enum QemuEnd {
     TimedOut {
         /// The limit, in seconds.
         limit_secs: u64,
+        /// Where QEMU's vCPU thread was when it was killed
+        /// ([`postmortem::backtraces`](crate::postmortem::backtraces)).
+        postmortem: String,
     },
 }
 
@@ -137,10 +140,18 @@ pub fn judge(evidence: &Evidence, problems: &[Problem]) -> Verdict {
         return fail(format!("lab: {mux}"));
     }
     let stage = report.stage.as_deref().unwrap_or("before init started");
+    // What a step that overran was stuck on, for the causes of timeouts.
+    let hang = report
+        .hang
+        .as_deref()
+        .map_or_else(String::new, |h| format!("; {h}"));
     if !report.done {
         return fail(match &evidence.qemu {
-            QemuEnd::TimedOut { limit_secs } => format!(
-                "guest did not report within {limit_secs} s (timeout, killed); last stage: {stage}"
+            QemuEnd::TimedOut {
+                limit_secs,
+                postmortem,
+            } => format!(
+                "guest did not report within {limit_secs} s (timeout, killed); last stage: {stage}{hang}; {postmortem}"
             ),
             QemuEnd::Exited { status, .. } => {
                 format!(
@@ -162,9 +173,10 @@ pub fn judge(evidence: &Evidence, problems: &[Problem]) -> Verdict {
         Some(0) => {}
         Some(status) => {
             return fail(match &report.first_failure {
-                Some(cause) => cause.clone(),
+                Some(cause) => format!("{cause}{hang}"),
                 None => format!(
-                    "test script exited with status {status} without a FAIL line (see test.log)"
+                    "test script exited with status {status} without a FAIL line \
+                     (see test.log){hang}"
                 ),
             })
         }
@@ -199,6 +211,13 @@ mod tests {
             teardown: Some(Ok(())),
             dmesg: Some("[    1.0] all fine\n".to_string()),
             ..GuestReport::default()
+        }
+    }
+
+    fn timed_out(limit_secs: u64) -> QemuEnd {
+        QemuEnd::TimedOut {
+            limit_secs,
+            postmortem: "QEMU's vCPU thread in cpu_exec".to_string(),
         }
     }
 
@@ -268,15 +287,32 @@ mod tests {
             stage: Some("wait-device".to_string()),
             ..GuestReport::default()
         };
-        let Verdict::Fail { cause, .. } =
-            verdict(&report, QemuEnd::TimedOut { limit_secs: 60 }, "")
-        else {
+        let Verdict::Fail { cause, .. } = verdict(&report, timed_out(60), "") else {
             panic!("passed");
         };
         assert_eq!(
             cause,
-            "guest did not report within 60 s (timeout, killed); last stage: wait-device"
+            "guest did not report within 60 s (timeout, killed); last stage: wait-device; \
+             QEMU's vCPU thread in cpu_exec"
         );
+        let stuck = GuestReport {
+            hang: Some("stuck: rmmod (pid 7) in ib_unregister_device".to_string()),
+            ..report
+        };
+        let Verdict::Fail { cause, .. } = verdict(&stuck, timed_out(60), "") else {
+            panic!("passed");
+        };
+        assert!(
+            cause.ends_with(
+                "last stage: wait-device; stuck: rmmod (pid 7) in ib_unregister_device; \
+                 QEMU's vCPU thread in cpu_exec"
+            ),
+            "{cause}"
+        );
+        let report = GuestReport {
+            stage: Some("wait-device".to_string()),
+            ..GuestReport::default()
+        };
         let Verdict::Fail { cause, .. } = verdict(
             &report,
             QemuEnd::Exited {
