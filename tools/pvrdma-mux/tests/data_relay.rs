@@ -52,6 +52,25 @@ fn data_library(t: &TestMux) -> (FabricClient, Arc<Packets>) {
     (client, packets)
 }
 
+/// A library spoken to on the raw wire, offering `caps`: its socket, after
+/// the mux's welcome (which must grant `granted`).
+fn raw_library(t: &TestMux, name: &str, caps: u32, granted: u32) -> UnixStream {
+    let mut s = UnixStream::connect(&t.fabric).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let hello = Frame::Hello {
+        version: PROTOCOL_VERSION,
+        pid: std::process::id(),
+        caps,
+        name: name.into(),
+    };
+    wire::write_frame(&mut s, 0, &hello).unwrap();
+    match wire::read_frame(&mut s).unwrap() {
+        Some((_, Frame::Welcome { caps, .. })) => assert_eq!(caps, granted),
+        other => panic!("{other:?}"),
+    }
+    s
+}
+
 fn packet(sgid: [u8; 16], dgid: [u8; 16], msg_id: u32) -> Packet {
     Packet {
         sgid,
@@ -112,19 +131,7 @@ fn a_library_without_the_data_path_gets_no_packets_and_may_send_none() {
     assert!(t.wait_libraries_closed(1));
 
     // A raw one that sends DATA anyway is disconnected.
-    let mut s = UnixStream::connect(&t.fabric).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    let hello = Frame::Hello {
-        version: PROTOCOL_VERSION,
-        pid: std::process::id(),
-        caps: 0,
-        name: "raw".into(),
-    };
-    wire::write_frame(&mut s, 0, &hello).unwrap();
-    match wire::read_frame(&mut s).unwrap() {
-        Some((_, Frame::Welcome { caps, .. })) => assert_eq!(caps, 0),
-        other => panic!("{other:?}"),
-    }
+    let mut s = raw_library(&t, "raw", 0, 0);
     wire::write_frame(&mut s, 0, &Frame::Data(packet(G1, G1, 1))).unwrap();
     assert!(matches!(
         wire::read_frame(&mut s),
@@ -136,19 +143,7 @@ fn a_library_without_the_data_path_gets_no_packets_and_may_send_none() {
 #[test]
 fn a_malformed_data_frame_ends_the_session() {
     let t = TestMux::start("baddata");
-    let mut s = UnixStream::connect(&t.fabric).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    let hello = Frame::Hello {
-        version: PROTOCOL_VERSION,
-        pid: std::process::id(),
-        caps: CAP_DATA,
-        name: "raw".into(),
-    };
-    wire::write_frame(&mut s, 0, &hello).unwrap();
-    match wire::read_frame(&mut s).unwrap() {
-        Some((_, Frame::Welcome { caps, .. })) => assert_eq!(caps, CAP_DATA),
-        other => panic!("{other:?}"),
-    }
+    let mut s = raw_library(&t, "raw", CAP_DATA, CAP_DATA);
     // A packet whose data runs past its message's length.
     let mut p = packet(G1, G1, 1);
     p.msg_len = 2;
@@ -167,19 +162,7 @@ fn a_library_that_stops_reading_costs_the_mux_a_bounded_queue() {
     // ACK timeout 200 ms: a library that cannot take a write for 1 s is stalled.
     let t = TestMux::with_timeout("stalled", Duration::from_millis(200));
     // A raw library that offers the data path and then never reads.
-    let mut s = UnixStream::connect(&t.fabric).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    let hello = Frame::Hello {
-        version: PROTOCOL_VERSION,
-        pid: std::process::id(),
-        caps: CAP_DATA,
-        name: "stalled".into(),
-    };
-    wire::write_frame(&mut s, 0, &hello).unwrap();
-    assert!(matches!(
-        wire::read_frame(&mut s).unwrap(),
-        Some((_, Frame::Welcome { .. }))
-    ));
+    let mut s = raw_library(&t, "stalled", CAP_DATA, CAP_DATA);
     // Its QEMU registers G1: the library acknowledges the push (it reads
     // this once), then stops reading.
     let mut q = t.qemu();

@@ -135,12 +135,7 @@ fn peer() {
                 say("ok".into());
             }
             ["poll", n] => {
-                let n: usize = n.parse().unwrap();
-                let mut got = Vec::new();
-                let start = Instant::now();
-                while got.len() < n && start.elapsed() < Duration::from_secs(10) {
-                    got.extend(poll_wait(s.cq, Duration::from_millis(100)));
-                }
+                let got = poll_up_to(s.cq, n.parse().unwrap());
                 for wc in &got {
                     let at = wc.wr_id as usize * RECV_LEN;
                     let sum = fnv(&recv.mem[at..at + wc.byte_len as usize]);
@@ -242,13 +237,19 @@ impl Drop for TempDir {
     }
 }
 
-/// Polls until `n` completions have come (10 s at most).
-fn wait_n(cq: *mut ibv_cq, n: usize) -> Vec<ibv_wc> {
+/// Polls until `n` completions have come or 10 s have passed; what came.
+fn poll_up_to(cq: *mut ibv_cq, n: usize) -> Vec<ibv_wc> {
     let mut got = Vec::new();
     let start = Instant::now();
     while got.len() < n && start.elapsed() < Duration::from_secs(10) {
         got.extend(poll_wait(cq, Duration::from_millis(100)));
     }
+    got
+}
+
+/// Polls until `n` completions have come (10 s at most).
+fn wait_n(cq: *mut ibv_cq, n: usize) -> Vec<ibv_wc> {
+    let got = poll_up_to(cq, n);
     assert_eq!(got.len(), n, "completions");
     got
 }

@@ -119,6 +119,33 @@ fn build_grh(ud: &UdDest, sgid: &Gid, payload_len: usize, imm: bool) -> [u8; GRH
     g
 }
 
+/// A UD datagram on its way: where it comes from and goes, and what its
+/// receiver's GRH and completion say.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Datagram {
+    /// The sending QP.
+    pub(super) src_qpn: u32,
+    /// The sender's GID.
+    pub(super) sgid: Gid,
+    /// The destination: GID, QP, GRH fields, service level.
+    pub(super) dest: UdDest,
+    /// The Q_Key it carries (the sender's own if the WR asked for that).
+    pub(super) qkey: u32,
+    /// Its immediate data.
+    pub(super) imm: Option<u32>,
+    /// Whether it asks for a solicited event.
+    pub(super) solicited: bool,
+}
+
+/// How an RC request that nobody answered ends.
+pub(super) fn retry_exceeded() -> Outcome {
+    Outcome {
+        status: ffi::IBV_WC_RETRY_EXC_ERR,
+        vendor_err: vendor_err::NO_RESPONDER,
+        byte_len: 0,
+    }
+}
+
 /// An RC request got no answer (`o` is its retry-exceeded outcome): the
 /// first time, start its retry deadline and wait; after the deadline, fail.
 pub(super) fn unanswered(me: &Sender, w: &mut SendWqe, o: Outcome) -> Option<Outcome> {
@@ -420,7 +447,7 @@ impl Engine {
             Some(d) if connected => Ok(d),
             // The responder drops what is not from its connected peer: the
             // requester times out and exhausts its retries.
-            _ => Err(fail(ffi::IBV_WC_RETRY_EXC_ERR, vendor_err::NO_RESPONDER)),
+            _ => Err(Some(retry_exceeded())),
         }
     }
 
@@ -589,50 +616,55 @@ impl Engine {
             .gids
             .valid(usize::from(ud.sgid_index))
             .unwrap_or([0; 16]);
-        let imm = has_imm(w.opcode).then_some(w.imm_data);
+        let datagram = Datagram {
+            src_qpn: me.qpn,
+            sgid,
+            dest: ud,
+            qkey,
+            imm: has_imm(w.opcode).then_some(w.imm_data),
+            solicited: w.solicited,
+        };
         match self.router.route(&self.gids, &ud.dgid) {
-            Route::Local => self.deliver_ud(me.qpn, imm, w.solicited, &ud, qkey, &sgid, &data),
+            Route::Local => self.deliver_ud(&datagram, &data),
             // Unreachable or not, a datagram completes at the sender.
-            Route::Remote => self.send_ud_remote(me.qpn, imm, w.solicited, &ud, qkey, sgid, data),
+            Route::Remote => self.send_ud_remote(&datagram, data),
         }
         ok(len)
     }
 
-    /// Delivers a UD datagram from QP `src_qpn` (of this process or
+    /// Delivers datagram `d` with `data` (from a QP of this process or
     /// another); anything wrong at the receiver (no such QP, wrong state or
     /// Q_Key, no receive posted) drops it.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn deliver_ud(
-        &mut self,
-        src_qpn: u32,
-        imm: Option<u32>,
-        solicited: bool,
-        ud: &UdDest,
-        qkey: u32,
-        sgid: &Gid,
-        data: &[u8],
-    ) {
+    pub(super) fn deliver_ud(&mut self, d: &Datagram, data: &[u8]) {
+        let Datagram {
+            src_qpn,
+            sgid,
+            dest: ud,
+            qkey,
+            imm,
+            solicited,
+        } = *d;
         let Some(&dst) = self.qp_by_num.get(&ud.remote_qpn) else {
             return;
         };
-        let Some(d) = self.qps.get(&dst) else {
+        let Some(q) = self.qps.get(&dst) else {
             return;
         };
-        if d.qp_type != ffi::IBV_QPT_UD || !d.can_receive() {
+        if q.qp_type != ffi::IBV_QPT_UD || !q.can_receive() {
             return;
         }
-        if d.attr.qkey != qkey {
+        if q.attr.qkey != qkey {
             self.qkey_violations = self.qkey_violations.wrapping_add(1);
             return;
         }
         let mut msg = Vec::with_capacity(GRH_LEN + data.len());
-        msg.extend_from_slice(&build_grh(ud, sgid, data.len(), imm.is_some()));
+        msg.extend_from_slice(&build_grh(&ud, &sgid, data.len(), imm.is_some()));
         msg.extend_from_slice(data);
         let c = Completion {
             opcode: ffi::IBV_WC_RECV,
             byte_len: msg.len() as u32,
             imm_data: imm.unwrap_or(0),
-            qp_num: d.qpn,
+            qp_num: q.qpn,
             src_qp: src_qpn,
             wc_flags: ffi::IBV_WC_GRH
                 | if imm.is_some() {

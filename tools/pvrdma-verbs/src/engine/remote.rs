@@ -36,15 +36,15 @@
 //! every request passes.
 
 use super::datapath::{
-    fail, gid_bytes, has_imm, ok, unanswered, Answer, Outcome, RcRequest, Sender,
+    fail, gid_bytes, has_imm, ok, retry_exceeded, unanswered, Answer, Datagram, Outcome, RcRequest,
+    Sender,
 };
 use super::retry;
 use super::route::Route;
-use super::wqe::{vendor_err, RemoteWait, SendWqe, UdDest};
+use super::wqe::{RemoteWait, SendWqe, UdDest};
 use super::{Engine, Key};
 use crate::ffi;
 use pvrdma_fabric::packet::{flag, Op, Packet, Syndrome, MAX_MESSAGE};
-use pvrdma_fabric::Gid;
 use std::time::{Duration, Instant};
 
 /// How long a requester waits before sending a message again after an RNR NAK.
@@ -65,15 +65,6 @@ pub struct Inbound {
     head: Packet,
     /// The data so far.
     data: Vec<u8>,
-}
-
-/// How a request that nobody answered ends.
-fn retry_exceeded() -> Outcome {
-    Outcome {
-        status: ffi::IBV_WC_RETRY_EXC_ERR,
-        vendor_err: vendor_err::NO_RESPONDER,
-        byte_len: 0,
-    }
 }
 
 /// The `IBV_WR_*` opcode of a request packet.
@@ -247,30 +238,21 @@ impl Engine {
         Ok((sent, psn))
     }
 
-    /// A UD datagram to another process: one packet, sent or not (a
-    /// datagram completes at the sender either way).
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn send_ud_remote(
-        &mut self,
-        src_qpn: u32,
-        imm: Option<u32>,
-        solicited: bool,
-        ud: &UdDest,
-        qkey: u32,
-        sgid: Gid,
-        data: Vec<u8>,
-    ) {
+    /// Datagram `d` with `data` to another process: one packet, sent or not
+    /// (a datagram completes at the sender either way).
+    pub(super) fn send_ud_remote(&mut self, d: &Datagram, data: Vec<u8>) {
         let mut flags = 0;
-        if imm.is_some() {
+        if d.imm.is_some() {
             flags |= flag::IMM;
         }
-        if solicited {
+        if d.solicited {
             flags |= flag::SOLICITED;
         }
+        let ud = &d.dest;
         let packet = Packet {
-            sgid,
+            sgid: d.sgid,
             dgid: ud.dgid,
-            src_qpn,
+            src_qpn: d.src_qpn,
             dst_qpn: ud.remote_qpn,
             op: Op::UdSend,
             flags,
@@ -278,8 +260,8 @@ impl Engine {
             hop_limit: ud.hop_limit,
             traffic_class: ud.traffic_class,
             flow_label: ud.flow_label & 0xf_ffff,
-            imm: imm.unwrap_or(0),
-            qkey,
+            imm: d.imm.unwrap_or(0),
+            qkey: d.qkey,
             msg_len: data.len() as u32,
             data,
             ..Default::default()
@@ -520,19 +502,24 @@ impl Engine {
 
     /// A UD datagram from another process.
     fn ud_received(&mut self, p: &Packet) -> Result<(), &'static str> {
-        let ud = UdDest {
-            dgid: p.dgid,
-            sgid_index: 0,
-            hop_limit: p.hop_limit,
-            traffic_class: p.traffic_class,
-            flow_label: p.flow_label,
-            sl: p.sl,
-            remote_qpn: p.dst_qpn,
-            remote_qkey: p.qkey,
+        let datagram = Datagram {
+            src_qpn: p.src_qpn,
+            sgid: p.sgid,
+            dest: UdDest {
+                dgid: p.dgid,
+                sgid_index: 0,
+                hop_limit: p.hop_limit,
+                traffic_class: p.traffic_class,
+                flow_label: p.flow_label,
+                sl: p.sl,
+                remote_qpn: p.dst_qpn,
+                remote_qkey: p.qkey,
+            },
+            qkey: p.qkey,
+            imm: (p.flags & flag::IMM != 0).then_some(p.imm),
+            solicited: p.flags & flag::SOLICITED != 0,
         };
-        let imm = (p.flags & flag::IMM != 0).then_some(p.imm);
-        let solicited = p.flags & flag::SOLICITED != 0;
-        self.deliver_ud(p.src_qpn, imm, solicited, &ud, p.qkey, &p.sgid, &p.data);
+        self.deliver_ud(&datagram, &p.data);
         Ok(())
     }
 }
