@@ -52,7 +52,7 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { PAGE = 4096, ARENA = 8 << 20, RO_AREA = 16 * PAGE, HOLE = 16 * PAGE, POOL = 64 };
+enum { PAGE = 4096, ARENA = 8 << 20, RO_AREA = 16 * PAGE, HOLE = 16 * PAGE, POOL = 64, EARLY = 8 };
 enum { THREADS = 2, CMDS = 64 };
 
 /* Object kinds, in the order a clean exit destroys them. */
@@ -60,11 +60,22 @@ enum kind { K_AH, K_QP, K_SRQ, K_CQ, K_MR, K_PD, KINDS };
 static const char *const kind_name[KINDS] = { "AH", "QP", "SRQ", "CQ", "MR", "PD" };
 
 /* The handles of live objects of one kind, and the last one destroyed. */
+/*
+ * The handles of one kind a process holds. The two threads' commands and
+ * their bookkeeping are not one step: thread A can create an object, thread
+ * B destroy it (it picked the handle as "one just destroyed", which the
+ * kernel had handed out again at once) and try to forget it before A
+ * remembers it. Such a destroy is kept in "early", and the create it
+ * overtook is then not remembered: a clean exit would destroy the object a
+ * second time and get ENOENT.
+ */
 struct pool {
     uint32_t handle[POOL];
     int n;
     uint32_t dead;
     int has_dead;
+    uint32_t early[EARLY];
+    int n_early;
 };
 
 /* What one process shares between its threads. */
@@ -170,6 +181,14 @@ static void pool_add(enum kind k, uint32_t handle)
 
     pthread_mutex_lock(&proc.lock);
     shared->created[k]++;
+    for (int i = 0; i < p->n_early; i++) {
+        if (p->early[i] == handle) {
+            /* Destroyed already, before this create was remembered. */
+            p->early[i] = p->early[--p->n_early];
+            pthread_mutex_unlock(&proc.lock);
+            return;
+        }
+    }
     if (p->n < POOL) {
         p->handle[p->n++] = handle;
     }
@@ -181,14 +200,25 @@ static void pool_remove(enum kind k, uint32_t handle)
     struct pool *p = &proc.pool[k];
 
     pthread_mutex_lock(&proc.lock);
+    p->dead = handle;
+    p->has_dead = 1;
     for (int i = 0; i < p->n; i++) {
         if (p->handle[i] == handle) {
             p->handle[i] = p->handle[--p->n];
-            p->dead = handle;
-            p->has_dead = 1;
-            break;
+            pthread_mutex_unlock(&proc.lock);
+            return;
         }
     }
+    /*
+     * Not remembered: its create has not been (or the pool was full, and
+     * then a later object with this handle goes unremembered and is left to
+     * the context's close).
+     */
+    if (p->n_early == EARLY) {
+        memmove(p->early, p->early + 1, sizeof(p->early[0]) * (EARLY - 1));
+        p->n_early--;
+    }
+    p->early[p->n_early++] = handle;
     pthread_mutex_unlock(&proc.lock);
 }
 

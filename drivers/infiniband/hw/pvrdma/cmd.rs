@@ -12,6 +12,14 @@
 //! `reinit_completion()` races with an interrupt still completing the previous command): the
 //! waiter takes signals until the response slot holds the answer to its own sequence number.
 //!
+//! The slot is looked at before any sleep: a device may answer inside the register write (QEMU's
+//! does), and the interrupt that says so may reach another CPU only later (under TCG, at the
+//! round robin's next turn), so a command whose answer is there costs no sleep and no wait for
+//! the interrupt. The signal such a command did not take is taken by the next one before it
+//! starts, so that signals do not pile up: the interrupt counts the signals it gives, and only a
+//! signal counted (so certainly given) is taken then, which never sleeps. (A `try_wait` of the
+//! completion itself would do without the count; the `kernel` crate has none yet.)
+//!
 //! A device that does not answer within [`CMD_TIMEOUT_MS`] is declared dead and reset
 //! (`crate::dead`): it stops using the memory of the command that timed out (which the driver then
 //! frees) and of every object it holds, and every later command fails at once instead of waiting
@@ -24,7 +32,7 @@ use crate::{
 };
 use core::{
     mem::size_of,
-    sync::atomic::{AtomicBool, Ordering},
+    sync::atomic::{AtomicBool, AtomicI32, Ordering},
 };
 use kernel::{
     device::{Bound, Device},
@@ -36,12 +44,17 @@ use kernel::{
         barrier::{dma_mb, mb, Full, Read},
         Completion, Mutex,
     },
-    time::msecs_to_jiffies,
+    time::{msecs_to_jiffies, Jiffies},
 };
 use zerocopy::{FromBytes, Immutable, IntoBytes};
 
 /// How long the device may take to answer a command.
 const CMD_TIMEOUT_MS: u32 = 10_000;
+
+/// The most left-over signals a command takes before it starts: each command leaves at most one
+/// (its own, if it found its answer without waiting); more come only from a device raising
+/// interrupts for nothing, which the wait for a response absorbs anyway.
+const MAX_STALE_SIGNALS: usize = 4;
 
 /// The error a command the device refused with `errno` fails with.
 ///
@@ -72,6 +85,9 @@ pub(crate) struct CmdChannel {
     /// Signalled by the response interrupt, once per interrupt.
     #[pin]
     done: Completion,
+    /// The interrupt's signals not taken yet, counted after each is given (so it may read one
+    /// less than there are, or -1 while a waiter took one not counted yet, never more).
+    unclaimed: AtomicI32,
     /// Set when a command timed out and the device was reset: no command runs any more.
     dead: AtomicBool,
 }
@@ -89,6 +105,7 @@ impl CmdChannel {
             resp,
             seq <- new_mutex!(0, "pvrdma::CmdChannel::seq"),
             done <- Completion::new(),
+            unclaimed: AtomicI32::new(0),
             dead: AtomicBool::new(false),
         })
     }
@@ -96,6 +113,15 @@ impl CmdChannel {
     /// Called by the response interrupt.
     pub(crate) fn response_ready(&self) {
         self.done.complete();
+        self.unclaimed.fetch_add(1, Ordering::Release);
+    }
+
+    /// Takes one signal of the response interrupt, waiting at most `timeout` for it; returns the
+    /// time left.
+    fn take_signal(&self, timeout: Jiffies) -> Result<Jiffies> {
+        let left = self.done.wait_for_completion_timeout(timeout)?;
+        self.unclaimed.fetch_sub(1, Ordering::Relaxed);
+        Ok(left)
     }
 
     /// Stops the channel for good (the device was declared dead): later commands fail at once,
@@ -125,6 +151,13 @@ impl CmdChannel {
         let mut seq = self.seq.lock();
         if self.dead.load(Ordering::Relaxed) {
             return Err(ENODEV);
+        }
+        // Signals counted are given: taking them does not sleep (the bound on the wait is only
+        // a bound).
+        for _ in 0..MAX_STALE_SIGNALS {
+            if self.unclaimed.load(Ordering::Acquire) <= 0 || self.take_signal(1).is_err() {
+                break;
+            }
         }
         *seq = seq.wrapping_add(1);
         let hdr = CmdHdr {
@@ -186,34 +219,40 @@ impl CmdChannel {
     }
 
     /// Waits until the response slot answers sequence number `seq`, for at most
-    /// [`CMD_TIMEOUT_MS`] in all. Signals left over from an earlier command (whose response
-    /// came after it gave up) are consumed on the way.
+    /// [`CMD_TIMEOUT_MS`] in all; does not sleep if it does already. Signals left over from an
+    /// earlier command (whose response came after it gave up, or that did not wait) are consumed
+    /// on the way.
     fn wait_response(&self, dev: &Device, seq: u64, code: u32) -> Result<RespHdr> {
         let mut left = msecs_to_jiffies(CMD_TIMEOUT_MS);
+        let mut woken = false;
         loop {
-            match self.done.wait_for_completion_timeout(left) {
+            // The response's header says whose it is; the rest is read after it.
+            dma_mb(Read);
+            let rhdr: RespHdr = self.resp.read_at(0)?;
+            if rhdr.response == seq {
+                dma_mb(Read);
+                return Ok(rhdr);
+            }
+            if self.dead.load(Ordering::Relaxed) {
+                // Stopped by `stop`: the device will not answer.
+                return Err(ENODEV);
+            }
+            if woken {
+                pr_debug!(
+                    "command {}: stale response (seq {}, waiting for {})\n",
+                    code,
+                    rhdr.response,
+                    seq
+                );
+            }
+            match self.take_signal(left) {
                 Ok(rest) => left = rest,
                 Err(e) => {
                     dev_warn!(dev, "command {}: no response from the device\n", code);
                     return Err(e);
                 }
             }
-            // The response is read only after the interrupt that announced it.
-            dma_mb(Read);
-            let rhdr: RespHdr = self.resp.read_at(0)?;
-            if rhdr.response == seq {
-                return Ok(rhdr);
-            }
-            if self.dead.load(Ordering::Relaxed) {
-                // Woken by `stop`: the device will not answer.
-                return Err(ENODEV);
-            }
-            pr_debug!(
-                "command {}: stale response (seq {}, waiting for {})\n",
-                code,
-                rhdr.response,
-                seq
-            );
+            woken = true;
         }
     }
 }

@@ -257,14 +257,12 @@ impl Qp {
                 {
                     return Err(EINVAL);
                 }
-                let mut umems: KVec<&Umem> = KVec::new();
-                umems.push(&send, GFP_KERNEL)?;
-                if let Some(r) = &recv {
-                    umems.push(r, GFP_KERNEL)?;
-                }
-                let pdir = PageDir::for_user(pdev, &umems)?;
+                // The send ring's pages, then the receive ring's.
+                let pdir = match &recv {
+                    Some(recv) => PageDir::for_user(pdev, &[&send, recv])?,
+                    None => PageDir::for_user(pdev, &[&send])?,
+                };
                 let total = pdir.npages();
-                drop(umems);
                 (
                     QpRings::User {
                         pdir,

@@ -1,0 +1,58 @@
+#!/bin/sh
+# lab-about: verb_costs.c (built in the guest): what each control-path verb (PD, CQ, MR, QP create/modify to INIT, RTR, RTS/destroy, SRQ, AH) costs the kernel, counted over 64 calls each, not timed: device commands (the command interrupt, with the device's interrupts and the program on CPU 0), interrupts, the caller's context switches (sleeps) and its kmalloc, kmem_cache and page allocations (perf counters on kmem tracepoints); exactly one command and one interrupt per call (creating an address handle: the provider's port query; destroying one: none)
+# lab-timeout: 240
+. "$LAB_DIR/lib.sh"
+
+name=verb_costs
+log=$LAB_RESULTS/$name.log
+calls=64
+
+lab_build_test "$name"
+# perf counts tracepoints found through tracefs (the lab kernel has it; it
+# is mounted here if debugfs did not bring it along).
+[ -d /sys/kernel/tracing/events ] || mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
+
+# The device's interrupts and the program on CPU 0: an interrupt then comes
+# before the next command (under TCG the other vCPU runs only at the round
+# robin's turn, and interrupts waiting for it there merge), so the command
+# interrupts count the commands exactly, whether the driver waits for them or
+# not.
+pci=$(basename "$(readlink "/sys/class/infiniband/$LAB_DEV/device")")
+irqs=$(grep "$pci" /proc/interrupts | cut -d: -f1 | tr -d ' ')
+[ -n "$irqs" ] || lab_fail "$name: no interrupt of $pci in /proc/interrupts"
+for irq in $irqs; do
+	echo 1 >"/proc/irq/$irq/smp_affinity" || lab_fail "$name: cannot move IRQ $irq to CPU 0"
+done
+timeout 180 taskset -c 0 "/tmp/$name" "$LAB_DEV" "$LAB_GID_INDEX" "$calls" >"$log" 2>&1
+status=$?
+cat "$log"
+[ "$status" -eq 0 ] || lab_fail "$name exited with status $status: $(grep -m 1 '^FAIL' "$log" || lab_tail "$log")"
+lab_expect "$log" "^all verbs counted \($calls calls each\)\$" "$name"
+
+# field VERB NAME: the per-call figure NAME of VERB's line.
+field() {
+	sed -n "s/^cost: $1 n [0-9]* .*\<$2 \([0-9.]*\).*/\1/p" "$log"
+}
+
+# One device command per call, as the ABI has it and the C driver does, but
+# for address handles, which are the driver's alone: creating one costs the
+# port query that the provider library (vmw_pvrdma's pvrdma_create_ah) makes
+# first, destroying one nothing.
+summary=
+for verb in alloc_pd dealloc_pd create_cq destroy_cq reg_mr dereg_mr create_qp \
+	modify_qp_init modify_qp_rtr modify_qp_rts destroy_qp create_srq destroy_srq \
+	create_ah destroy_ah; do
+	case $verb in
+	destroy_ah) expected=0.00 ;;
+	*) expected=1.00 ;;
+	esac
+	commands=$(field "$verb" commands)
+	interrupts=$(field "$verb" interrupts)
+	[ -n "$commands" ] || lab_fail "$name: no line for $verb"
+	[ "$commands" = "$expected" ] ||
+		lab_fail "$name: $verb: $commands device commands per call, not $expected"
+	[ "$interrupts" = "$commands" ] ||
+		lab_fail "$name: $verb: $interrupts interrupts per call for $commands commands"
+	summary="$summary; $verb $commands cmd, $(field "$verb" switches) sleeps, $(field "$verb" kmalloc)+$(field "$verb" cache) allocs, $(field "$verb" pages) pages"
+done
+lab_summary "per call (64 calls each):${summary#;}"
