@@ -244,7 +244,7 @@ pub fn judge_guest(
     let problems = verdict::kernel_problems(&evidence);
     write_problems(&dir.join("kernel-problems.txt"), &problems);
     let dmesg = report.dmesg.as_deref().unwrap_or("");
-    let reference_bug = reference_bugs::excuse(driver, &problems, dmesg);
+    let reference_bug = reference_bugs::excuse(driver, &problems, &[dmesg, &console]);
     let judged = if reference_bug.is_some() {
         &[][..]
     } else {
