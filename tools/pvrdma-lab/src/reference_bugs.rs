@@ -213,6 +213,12 @@ fn reports(log: &str) -> Vec<Report> {
     for message in log.lines().filter_map(kernel_message) {
         let trimmed = message.trim_start();
         if let Some(report) = current.as_mut() {
+            // Another CPU's device message printed into the middle of the report (seen: the
+            // fuzzer's refusals on CPU 0 inside a WARN from an interrupt on CPU 1): not part of
+            // it, and not its end.
+            if is_device_message(message) {
+                continue;
+            }
             if trimmed.starts_with("---[ end trace") {
                 report.trace.push(message.to_string());
                 reports.extend(current.take());
@@ -235,6 +241,24 @@ fn reports(log: &str) -> Vec<Report> {
     }
     reports.extend(current);
     reports
+}
+
+/// Whether `message` is a device's own message (`dev_*()`: "<driver> <PCI
+/// address>: ..."), which no line of a WARN or BUG report is.
+fn is_device_message(message: &str) -> bool {
+    let Some((driver, rest)) = message.split_once(' ') else {
+        return false;
+    };
+    let Some((address, _)) = rest.split_once(": ") else {
+        return false;
+    };
+    // "0000:00:04.1": domain, bus, slot and function, in hex.
+    let shape = address.bytes().enumerate().all(|(i, b)| match i {
+        4 | 7 => b == b':',
+        10 => b == b'.',
+        _ => b.is_ascii_hexdigit(),
+    });
+    !driver.is_empty() && !driver.ends_with(':') && address.len() == 12 && shape
 }
 
 /// If `driver` is the C driver and every one of `problems` lies in a report of
@@ -446,6 +470,23 @@ mod tests {
         assert_eq!(found.len(), 1);
         assert!(found[0].header[1].starts_with("Looking for class"));
         assert!(found[0].trace.last().unwrap().contains("end trace"));
+    }
+
+    #[test]
+    fn a_device_message_printed_into_a_report_does_not_cut_it() {
+        // As seen in CI: the fuzzer's refusal on another CPU, right after `cut here`.
+        let foreign = "[   28.348700] vmw_pvrdma 0000:00:04.1: queuepair type 255 not supported\n";
+        let (cut, rest) = LOCKDEP_7_3.split_once('\n').unwrap();
+        let log = format!("{cut}\n{foreign}{rest}");
+        let problems = scan(&log);
+        assert!(!problems.is_empty());
+        assert!(excuse(Driver::C, &problems, &[&log]).is_some());
+        assert!(is_device_message(
+            "vmw_pvrdma 0000:00:04.1: queuepair type 255 not supported"
+        ));
+        assert!(!is_device_message("Modules linked in: vmw_pvrdma"));
+        assert!(!is_device_message("CPU: 1 UID: 0 PID: 0 Comm: swapper/1"));
+        assert!(!is_device_message(" complete+0x16/0x80"));
     }
 
     #[test]
