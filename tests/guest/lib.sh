@@ -232,8 +232,14 @@ lab_hang_report() {
 	{
 		read -r lab_uptime _ </proc/uptime
 		echo "$1 (uptime $lab_uptime s)"
+		# One pass: the stuck ones as they are found, the list of all after them.
+		list=
 		for proc in /proc/[0-9]*; do
 			lab_proc_state "$proc"
+			wchan=
+			read -r wchan 2>/dev/null <"$proc/wchan"
+			list="$list  ${proc#/proc/} $lab_state ${wchan:--} $lab_comm
+"
 			[ "$lab_state" = D ] || continue
 			frames=$(sed -n 's/^\[<[0-9a-f]*>\] \([^+]*\)+.*/\1/p' "$proc/stack" 2>/dev/null |
 				grep -v -e '^__schedule$' -e '^schedule$' -e '^schedule_timeout$' |
@@ -242,12 +248,7 @@ lab_hang_report() {
 			sed 's/^/    /' "$proc/stack" 2>/dev/null
 		done
 		echo "processes (pid, state, wait channel, command):"
-		for proc in /proc/[0-9]*; do
-			lab_proc_state "$proc"
-			wchan=
-			read -r wchan 2>/dev/null <"$proc/wchan"
-			echo "  ${proc#/proc/} $lab_state ${wchan:--} $lab_comm"
-		done
+		printf '%s' "$list"
 	} >>"$LAB_RESULTS/hang.txt" 2>&1
 }
 
