@@ -7,7 +7,7 @@ use crate::bindings;
 
 core_object!(
     /// A live address handle of driver `T`; dereferences to its data.
-    Ah, AhStorage, ib_ah, Ah
+    Ah, AhStorage, ib_ah, Ah, take
 );
 
 /// An address vector (C's `struct rdma_ah_attr`, RoCE flavour: global route plus MAC).

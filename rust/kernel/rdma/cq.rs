@@ -45,7 +45,7 @@ impl CqInitAttr {
 
 core_object!(
     /// A live completion queue of driver `T`; dereferences to its data.
-    Cq, CqStorage, ib_cq, Cq
+    Cq, CqStorage, ib_cq, Cq, drop_data
 );
 
 /// An asynchronous event about a CQ (C's `IB_EVENT_CQ_ERR`).

@@ -46,7 +46,7 @@ pub(super) struct Tables {
 impl Tables {
     // One lock class (and name) per table for every driver: see `HandleLocks::new`.
     #[inline(never)]
-    fn new() -> impl PinInit<Self> {
+    fn new() -> impl PinInit<Self, Error> {
         let cq = ObjectTable::new(
             crate::c_str!("rdma::Tables::cq"),
             crate::static_lock_class!(),
@@ -59,11 +59,11 @@ impl Tables {
             crate::c_str!("rdma::Tables::qp"),
             crate::static_lock_class!(),
         );
-        pin_init!(Self {
+        try_pin_init!(Self {
             cq <- cq,
             srq <- srq,
             qp <- qp,
-        })
+        }? Error)
     }
 }
 
@@ -139,7 +139,7 @@ impl<T: Operations> Device<T> {
         })
     }
 
-    /// Runs `f` on every live QP of the device, in handle order, under the lock of
+    /// Runs `f` on every live QP of the device, in no particular order, under the lock of
     /// [`Device::with_qp`]: `f` must not sleep nor look up QPs. For rare device-wide work (a
     /// device declared dead flushes its QPs' work), not for the data path: the table stays
     /// locked for the whole walk.
@@ -150,7 +150,7 @@ impl<T: Operations> Device<T> {
         })
     }
 
-    /// Runs `f` on every live CQ of the device, in handle order (see [`Device::for_each_qp`]).
+    /// Runs `f` on every live CQ of the device, in any order (see [`Device::for_each_qp`]).
     pub fn for_each_cq(&self, mut f: impl FnMut(&Cq<T>)) {
         self.tables().cq.for_each(|cq| {
             // SAFETY: As in `with_cq`.
@@ -248,16 +248,20 @@ impl<'a, T: Operations> UnregisteredDevice<'a, T> {
             return Err(EINVAL);
         }
         // SAFETY: `tables` and `data` lie inside the allocation, are suitably aligned (checked
-        // above) and pinned (the allocation never moves). On failure the data is not initialised
-        // and is not dropped, the tables are dropped, and the device is freed.
+        // above) and pinned (the allocation never moves). On failure what was not initialised is
+        // not dropped, the tables are dropped if they were initialised, and the device is freed.
         let (tables, data) = unsafe {
             (
                 core::ptr::addr_of_mut!((*ptr.as_ptr()).tables),
                 core::ptr::addr_of_mut!((*ptr.as_ptr()).data),
             )
         };
-        // SAFETY: See above. Initialising the tables cannot fail.
-        let Ok(()) = unsafe { pin_init::raw_try_init(tables, Tables::new()) };
+        // SAFETY: See above.
+        if let Err(e) = unsafe { pin_init::raw_try_init(tables, Tables::new()) } {
+            // SAFETY: The device was allocated just above and nothing else knows it.
+            unsafe { bindings::ib_dealloc_device(raw) };
+            return Err(e);
+        }
         // SAFETY: See above.
         if let Err(e) = unsafe { pin_init::raw_try_init(data, init) } {
             // SAFETY: The tables were initialised above; the device was allocated just above and

@@ -210,9 +210,13 @@ impl Vma {
 
 /// Defines, for one kind of object the RDMA core allocates (`size_ib_*` bytes, C object first),
 /// the storage type (`$storage`: the C object, then the driver's data `T::$data`) and the public
-/// wrapper (`$name`) through which callbacks see a live object.
+/// wrapper (`$name`) through which callbacks see a live object. `$release` says how the data
+/// ends: `take` (moved out to a destroy callback that consumes it; the data must be `Unpin`) or
+/// `drop_data` (dropped in place after a destroy callback that borrows the object).
 macro_rules! core_object {
-    ($(#[$doc:meta])* $name:ident, $storage:ident, $c:ident, $data:ident) => {
+    (
+        $(#[$doc:meta])* $name:ident, $storage:ident, $c:ident, $data:ident, $release:ident
+    ) => {
         /// The memory of one object of driver `T`.
         #[repr(C)]
         pub(super) struct $storage<T: $crate::rdma::Operations> {
@@ -221,29 +225,28 @@ macro_rules! core_object {
         }
 
         impl<T: $crate::rdma::Operations> $storage<T> {
-            /// Stores the data of a freshly allocated object.
+            /// Initialises the data of a freshly allocated object in place, where it stays until
+            /// the object is freed: it may hold what must not move (locks, for instance).
             ///
             /// # Safety
             ///
             /// `ptr` must be an object the core allocated with the size the operations table
             /// gives for this kind, for a device of driver `T`, whose data is not initialised.
-            pub(super) unsafe fn init(ptr: *mut $crate::bindings::$c, data: T::$data) {
+            pub(super) unsafe fn init(
+                ptr: *mut $crate::bindings::$c,
+                init: impl $crate::prelude::PinInit<T::$data>,
+            ) {
                 const { $crate::rdma::objects::check_layout::<Self>() };
-                // SAFETY: `ptr` covers the whole storage (guaranteed by the caller); the data is
-                // written once, here.
-                unsafe { (*ptr.cast::<Self>()).data.write(data) };
-            }
-
-            /// Takes the data of an object being destroyed.
-            ///
-            /// # Safety
-            ///
-            /// `ptr` must have been initialised with `init` and not taken since.
-            pub(super) unsafe fn take(ptr: *mut $crate::bindings::$c) -> T::$data {
-                // SAFETY: Guaranteed by the caller: the data is initialised and read out once.
-                unsafe { (*ptr.cast::<Self>()).data.assume_init_read() }
+                // SAFETY: `ptr` covers the whole storage (guaranteed by the caller), so the slot
+                // is valid for writes and suitably aligned; the core never moves the object, so
+                // the data stays pinned until `drop_data` or `take` ends it.
+                let slot = unsafe { ::core::ptr::addr_of_mut!((*ptr.cast::<Self>()).data) };
+                // SAFETY: As just said.
+                unsafe { ::pin_init::raw_init(slot.cast::<T::$data>(), init) };
             }
         }
+
+        $crate::rdma::objects::core_object_release!($release, $storage, $c, $data);
 
         $(#[$doc])*
         ///
@@ -297,7 +300,43 @@ macro_rules! core_object {
 }
 pub(super) use core_object;
 
+/// The way the data of one kind of [`core_object!`] ends (see there).
+macro_rules! core_object_release {
+    (take, $storage:ident, $c:ident, $data:ident) => {
+        impl<T: $crate::rdma::Operations> $storage<T> {
+            /// Takes the data of an object being destroyed, for data that may move.
+            ///
+            /// # Safety
+            ///
+            /// `ptr` must have been initialised with `init` and not taken or dropped since.
+            pub(super) unsafe fn take(ptr: *mut $crate::bindings::$c) -> T::$data
+            where
+                T::$data: Unpin,
+            {
+                // SAFETY: Guaranteed by the caller: the data is initialised and read out once;
+                // being `Unpin`, it may move.
+                unsafe { (*ptr.cast::<Self>()).data.assume_init_read() }
+            }
+        }
+    };
+    (drop_data, $storage:ident, $c:ident, $data:ident) => {
+        impl<T: $crate::rdma::Operations> $storage<T> {
+            /// Drops the data of an object being destroyed, in place.
+            ///
+            /// # Safety
+            ///
+            /// `ptr` must have been initialised with `init` and not taken or dropped since, and
+            /// no reference to the data may be used afterwards.
+            pub(super) unsafe fn drop_data(ptr: *mut $crate::bindings::$c) {
+                // SAFETY: Guaranteed by the caller: the data is initialised and dropped once.
+                unsafe { (*ptr.cast::<Self>()).data.assume_init_drop() }
+            }
+        }
+    };
+}
+pub(super) use core_object_release;
+
 core_object!(
     /// A live protection domain of driver `T`; dereferences to its data.
-    Pd, PdStorage, ib_pd, Pd
+    Pd, PdStorage, ib_pd, Pd, take
 );

@@ -29,6 +29,13 @@ use crate::{
 };
 use core::mem::size_of;
 
+/// The body of the default creation callbacks that return an initialiser: a default body of
+/// `impl Trait` type must name one, and `R`'s is the data itself. Like every default callback it
+/// fails the build if called.
+fn not_implemented<R>() -> Result<R> {
+    crate::build_error!(VTABLE_DEFAULT_ERROR)
+}
+
 /// The callbacks of an RDMA provider driver; `Self` is the driver's per-device data.
 ///
 /// Only the callbacks the implementation provides (`#[vtable]`) are given to the RDMA core. A
@@ -48,19 +55,19 @@ pub trait Operations: Send + Sync + Sized + 'static {
     type UserContext: Send + Sync;
 
     /// Data of a protection domain.
-    type Pd: Send + Sync;
+    type Pd: Send + Sync + Unpin;
 
-    /// Data of a completion queue.
+    /// Data of a completion queue (pinned: see [`Operations::create_cq`]).
     type Cq: Send + Sync + TableIndex;
 
-    /// Data of a queue pair.
+    /// Data of a queue pair (pinned: see [`Operations::create_qp`]).
     type Qp: Send + Sync + TableIndex;
 
-    /// Data of a shared receive queue.
+    /// Data of a shared receive queue (pinned: see [`Operations::create_srq`]).
     type Srq: Send + Sync + TableIndex;
 
     /// Data of an address handle.
-    type Ah: Send + Sync;
+    type Ah: Send + Sync + Unpin;
 
     /// Data of a memory region.
     type Mr: Send + Sync;
@@ -211,32 +218,39 @@ pub trait Operations: Send + Sync + Sized + 'static {
     }
 
     /// Creates a CQ, for user context `ctx` (with its `udata`) or for the kernel (both `None`).
-    /// Returns its data and its actual number of entries. A driver that implements
-    /// [`Operations::create_user_cq`] gets only the kernel's CQs here.
+    /// Returns the initialiser of its data and its actual number of entries. A driver that
+    /// implements [`Operations::create_user_cq`] gets only the kernel's CQs here.
+    ///
+    /// The data is initialised in place, inside the core's allocation, where it stays until
+    /// [`Operations::destroy_cq`] has returned: it may hold locks and other things that must not
+    /// move, without an allocation of their own. The initialiser cannot fail: everything that
+    /// can is done before it is returned (the device has the CQ by then).
     fn create_cq(
         _dev: &Device<Self>,
         _attr: &CqInitAttr,
         _ctx: Option<&UserContext<Self>>,
         _udata: Option<&mut UData>,
-    ) -> Result<(Self::Cq, u32)> {
-        crate::build_error!(VTABLE_DEFAULT_ERROR)
+    ) -> Result<(impl PinInit<Self::Cq>, u32)> {
+        not_implemented::<(Self::Cq, u32)>()
     }
 
     /// Creates a CQ for user context `ctx`, whose ring is in user memory: `buffer` pins it,
     /// from the command's buffer attributes or the range the driver's request (in `udata`)
-    /// names. Returns its data and its actual number of entries.
+    /// names. Returns the initialiser of its data and its actual number of entries (see
+    /// [`Operations::create_cq`]).
     fn create_user_cq(
         _dev: &Device<Self>,
         _attr: &CqInitAttr,
         _ctx: &UserContext<Self>,
         _udata: &mut UData,
         _buffer: UserCqBuffer<'_>,
-    ) -> Result<(Self::Cq, u32)> {
-        crate::build_error!(VTABLE_DEFAULT_ERROR)
+    ) -> Result<(impl PinInit<Self::Cq>, u32)> {
+        not_implemented::<(Self::Cq, u32)>()
     }
 
-    /// Destroys a CQ. The core ensures no QP uses it any more.
-    fn destroy_cq(_dev: &Device<Self>, _cq: Self::Cq) {
+    /// Destroys a CQ. The core ensures no QP uses it any more, and no handle reaches it (it left
+    /// the device's table). Its data is dropped in place when this returns.
+    fn destroy_cq(_dev: &Device<Self>, _cq: &Cq<Self>) {
         crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -251,16 +265,17 @@ pub trait Operations: Send + Sync + Sized + 'static {
         crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
-    /// Creates a QP on `pd` (see [`Operations::create_cq`] for `ctx` and `udata`). Writes the
-    /// queue sizes given into `attr`; returns the QP's data and its QP number.
+    /// Creates a QP on `pd` (see [`Operations::create_cq`] for `ctx` and `udata`, and for the
+    /// initialiser). Writes the queue sizes given into `attr`; returns the initialiser of the
+    /// QP's data and its QP number.
     fn create_qp(
         _dev: &Device<Self>,
         _pd: &Pd<Self>,
         _attr: &mut QpInitAttr<Self>,
         _ctx: Option<&UserContext<Self>>,
         _udata: Option<&mut UData>,
-    ) -> Result<(Self::Qp, u32)> {
-        crate::build_error!(VTABLE_DEFAULT_ERROR)
+    ) -> Result<(impl PinInit<Self::Qp>, u32)> {
+        not_implemented::<(Self::Qp, u32)>()
     }
 
     /// Modifies the attributes of `qp` that `mask` names.
@@ -279,8 +294,9 @@ pub trait Operations: Send + Sync + Sized + 'static {
         crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
-    /// Destroys a QP.
-    fn destroy_qp(_dev: &Device<Self>, _qp: Self::Qp) {
+    /// Destroys a QP, which no handle reaches any more; its data is dropped in place when this
+    /// returns.
+    fn destroy_qp(_dev: &Device<Self>, _qp: &Qp<Self>) {
         crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -302,7 +318,8 @@ pub trait Operations: Send + Sync + Sized + 'static {
         crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
-    /// Creates an SRQ on `pd` of kind `srq_type`; writes the sizes given into `attr`.
+    /// Creates an SRQ on `pd` of kind `srq_type`; writes the sizes given into `attr`. Returns the
+    /// initialiser of its data (see [`Operations::create_cq`]).
     fn create_srq(
         _dev: &Device<Self>,
         _pd: &Pd<Self>,
@@ -310,8 +327,8 @@ pub trait Operations: Send + Sync + Sized + 'static {
         _attr: &mut SrqAttr,
         _ctx: Option<&UserContext<Self>>,
         _udata: Option<&mut UData>,
-    ) -> Result<Self::Srq> {
-        crate::build_error!(VTABLE_DEFAULT_ERROR)
+    ) -> Result<impl PinInit<Self::Srq>> {
+        not_implemented::<Self::Srq>()
     }
 
     /// Modifies the attributes of `srq` that `mask` names (see [`srq_attr_mask`]).
@@ -332,8 +349,9 @@ pub trait Operations: Send + Sync + Sized + 'static {
         crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
-    /// Destroys an SRQ. The core ensures no QP uses it any more.
-    fn destroy_srq(_dev: &Device<Self>, _srq: Self::Srq) {
+    /// Destroys an SRQ. The core ensures no QP uses it any more, and no handle reaches it; its
+    /// data is dropped in place when this returns.
+    fn destroy_srq(_dev: &Device<Self>, _srq: &Srq<Self>) {
         crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 

@@ -8,7 +8,7 @@ use core::marker::PhantomData;
 
 core_object!(
     /// A live queue pair of driver `T`; dereferences to its data.
-    Qp, QpStorage, ib_qp, Qp
+    Qp, QpStorage, ib_qp, Qp, drop_data
 );
 
 /// The transport of a QP (C's `enum ib_qp_type`).

@@ -7,7 +7,7 @@ use crate::bindings;
 
 core_object!(
     /// A live shared receive queue of driver `T`; dereferences to its data.
-    Srq, SrqStorage, ib_srq, Srq
+    Srq, SrqStorage, ib_srq, Srq, drop_data
 );
 
 /// The attributes of an SRQ (C's `struct ib_srq_attr`).

@@ -16,9 +16,7 @@
 //! does), and the interrupt that says so may reach another CPU only later (under TCG, at the
 //! round robin's next turn), so a command whose answer is there costs no sleep and no wait for
 //! the interrupt. The signal such a command did not take is taken by the next one before it
-//! starts, so that signals do not pile up: the interrupt counts the signals it gives, and only a
-//! signal counted (so certainly given) is taken then, which never sleeps. (A `try_wait` of the
-//! completion itself would do without the count; the `kernel` crate has none yet.)
+//! starts (`try_wait_for_completion`, which never sleeps), so that signals do not pile up.
 //!
 //! A device that does not answer within [`CMD_TIMEOUT_MS`] is declared dead and reset
 //! (`crate::dead`): it stops using the memory of the command that timed out (which the driver then
@@ -32,7 +30,7 @@ use crate::{
 };
 use core::{
     mem::size_of,
-    sync::atomic::{AtomicBool, AtomicI32, Ordering},
+    sync::atomic::{AtomicBool, Ordering},
 };
 use kernel::{
     device::{Bound, Device},
@@ -44,7 +42,7 @@ use kernel::{
         barrier::{dma_mb, mb, Full, Read},
         Completion, Mutex,
     },
-    time::{msecs_to_jiffies, Jiffies},
+    time::msecs_to_jiffies,
 };
 use zerocopy::{FromBytes, Immutable, IntoBytes};
 
@@ -85,9 +83,6 @@ pub(crate) struct CmdChannel {
     /// Signalled by the response interrupt, once per interrupt.
     #[pin]
     done: Completion,
-    /// The interrupt's signals not taken yet, counted after each is given (so it may read one
-    /// less than there are, or -1 while a waiter took one not counted yet, never more).
-    unclaimed: AtomicI32,
     /// Set when a command timed out and the device was reset: no command runs any more.
     dead: AtomicBool,
 }
@@ -105,7 +100,6 @@ impl CmdChannel {
             resp,
             seq <- new_mutex!(0, "pvrdma::CmdChannel::seq"),
             done <- Completion::new(),
-            unclaimed: AtomicI32::new(0),
             dead: AtomicBool::new(false),
         })
     }
@@ -113,15 +107,6 @@ impl CmdChannel {
     /// Called by the response interrupt.
     pub(crate) fn response_ready(&self) {
         self.done.complete();
-        self.unclaimed.fetch_add(1, Ordering::Release);
-    }
-
-    /// Takes one signal of the response interrupt, waiting at most `timeout` for it; returns the
-    /// time left.
-    fn take_signal(&self, timeout: Jiffies) -> Result<Jiffies> {
-        let left = self.done.wait_for_completion_timeout(timeout)?;
-        self.unclaimed.fetch_sub(1, Ordering::Relaxed);
-        Ok(left)
     }
 
     /// Stops the channel for good (the device was declared dead): later commands fail at once,
@@ -152,10 +137,8 @@ impl CmdChannel {
         if self.dead.load(Ordering::Relaxed) {
             return Err(ENODEV);
         }
-        // Signals counted are given: taking them does not sleep (the bound on the wait is only
-        // a bound).
         for _ in 0..MAX_STALE_SIGNALS {
-            if self.unclaimed.load(Ordering::Acquire) <= 0 || self.take_signal(1).is_err() {
+            if !self.done.try_wait_for_completion() {
                 break;
             }
         }
@@ -245,7 +228,7 @@ impl CmdChannel {
                     seq
                 );
             }
-            match self.take_signal(left) {
+            match self.done.wait_for_completion_timeout(left) {
                 Ok(rest) => left = rest,
                 Err(e) => {
                     dev_warn!(dev, "command {}: no response from the device\n", code);

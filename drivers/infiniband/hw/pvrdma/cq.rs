@@ -218,7 +218,7 @@ impl Cq {
     }
 
     /// Destroys a CQ in the device; its memory goes with `cq`.
-    pub(crate) fn destroy(self, dev: &rdma::Device<IbDev>) {
+    pub(crate) fn destroy(&self, dev: &rdma::Device<IbDev>) {
         let cmd = CmdDestroyCq {
             cq_handle: self.handle,
             ..Default::default()
@@ -230,7 +230,6 @@ impl Cq {
             self.handle,
         );
         dev.counts.cqs.release();
-        drop(self);
     }
 
     /// Moves completions of a kernel CQ into `sink` (see [`rdma::Operations::poll_cq`]).

@@ -70,6 +70,7 @@ impl QpRings {
 }
 
 /// A QP: the device's handle and what the driver must remember of it.
+#[pin_data]
 pub(crate) struct Qp {
     handle: u32,
     qp_type: QpType,
@@ -77,7 +78,8 @@ pub(crate) struct Qp {
     /// under `modify`.
     state: AtomicU32,
     /// Serialises modify and query (C's `qp->mutex`).
-    modify: Pin<KBox<Mutex<()>>>,
+    #[pin]
+    modify: Mutex<()>,
     /// The Q_Key set with `modify_qp`, used for UD sends asking for it.
     qkey: AtomicU32,
     port: u32,
@@ -170,7 +172,7 @@ impl Qp {
         attr: &mut QpInitAttr<IbDev>,
         _ctx: Option<&UserContext<IbDev>>,
         udata: Option<&mut UData>,
-    ) -> Result<(Qp, u32)> {
+    ) -> Result<(impl PinInit<Qp>, u32)> {
         if attr.create_flags() != 0 {
             return Err(EOPNOTSUPP);
         }
@@ -341,17 +343,9 @@ impl Qp {
             let resp: RespCreateQp = dev.hw.command(opcode_verbs::CREATE_QP, &cmd)?;
             (resp.qpn, resp.qpn)
         };
-        let qp = Qp {
-            handle,
-            qp_type,
-            state: AtomicU32::new(QpState::Reset.as_raw()),
-            modify: KBox::pin_init(new_mutex!((), "pvrdma::Qp::modify"), GFP_KERNEL)?,
-            qkey: AtomicU32::new(0),
-            port: attr.port_num(),
-            cap,
-            cqs: (send_cq.handle, recv_cq.handle),
-            rings,
-        };
+        let cqs = (send_cq.handle, recv_cq.handle);
+        let port = attr.port_num();
+        let kernel_rings = matches!(rings, QpRings::Kernel { .. });
         // Completions name their QP by the low 16 bits of its handle.
         if handle > 0xffff {
             dev_warn!(
@@ -359,9 +353,9 @@ impl Qp {
                 "device gave a QP handle {:#x} beyond 16 bits\n",
                 handle
             );
-            // The room is given back by `destroy`, once.
+            // The room is given back by `destroy_in_device`, once.
             reservation.keep();
-            qp.destroy(dev);
+            destroy_in_device(dev, handle, cqs, kernel_rings);
             return Err(EIO);
         }
         // User QPs keep the sizes their provider chose, and no inline data.
@@ -374,32 +368,36 @@ impl Qp {
             // Providers of devices before version 20 know only the QP number, which is then also
             // the handle: they get the part of the reply they have room for.
             if let Err(e) = udata.write_prefix(&reply) {
-                // The room is given back by `destroy`, once.
+                // The room is given back by `destroy_in_device`, once.
                 reservation.keep();
-                qp.destroy(dev);
+                destroy_in_device(dev, handle, cqs, kernel_rings);
                 return Err(e);
             }
         }
         reservation.keep();
+        // Nothing fails from here on: the device has the QP.
+        let qp = pin_init!(Qp {
+            handle,
+            qp_type,
+            state: AtomicU32::new(QpState::Reset.as_raw()),
+            modify <- new_mutex!((), "pvrdma::Qp::modify"),
+            qkey: AtomicU32::new(0),
+            port,
+            cap,
+            cqs,
+            rings,
+        });
         Ok((qp, qpn))
     }
 
-    /// Destroys a QP in the device; its memory goes with `qp`.
-    pub(crate) fn destroy(self, dev: &rdma::Device<IbDev>) {
-        let cmd = CmdDestroyQp {
-            qp_handle: self.handle,
-            ..Default::default()
-        };
-        dev.hw.destroy_object::<_, RespDestroyQp>(
-            opcode_verbs::DESTROY_QP,
-            &cmd,
-            "QP",
-            self.handle,
-        );
-        // The device produces no more completions for the QP: drop those not polled yet.
-        flush_cqs(dev, &self);
-        dev.counts.qps.release();
-        drop(self);
+    /// Destroys a QP in the device; its memory goes when the abstraction drops it, after this.
+    pub(crate) fn destroy(&self, dev: &rdma::Device<IbDev>) {
+        destroy_in_device(dev, self.handle, self.cqs, self.has_kernel_rings());
+    }
+
+    /// Whether the QP's rings are in the driver's memory (a kernel QP).
+    fn has_kernel_rings(&self) -> bool {
+        matches!(self.rings, QpRings::Kernel { .. })
     }
 
     /// The state as the driver last set or saw it.
@@ -478,7 +476,7 @@ impl Qp {
         if next == QpState::Reset {
             // A QP back in RESET has no work: what it completed before must not be polled as
             // completions of the work posted after it is reused (C's `pvrdma_reset_qp`).
-            flush_cqs(dev, self);
+            flush_cqs(dev, self.handle, self.cqs, self.has_kernel_rings());
             reset_rings(self);
         }
         Ok(())
@@ -517,12 +515,27 @@ impl Qp {
 }
 
 /// Drops the completions of a kernel QP not polled yet from its CQs.
-fn flush_cqs(dev: &rdma::Device<IbDev>, qp: &Qp) {
-    if matches!(qp.rings, QpRings::Kernel { .. }) {
-        let (send, recv) = qp.cqs;
-        dev.with_cq(send, |cq| cq.flush_qp(dev, qp.handle));
+/// Destroys the device's QP `handle` (whose CQs are `cqs`) and gives its room back.
+fn destroy_in_device(dev: &rdma::Device<IbDev>, handle: u32, cqs: (u32, u32), kernel_rings: bool) {
+    let cmd = CmdDestroyQp {
+        qp_handle: handle,
+        ..Default::default()
+    };
+    dev.hw
+        .destroy_object::<_, RespDestroyQp>(opcode_verbs::DESTROY_QP, &cmd, "QP", handle);
+    // The device produces no more completions for the QP: drop those not polled yet.
+    flush_cqs(dev, handle, cqs, kernel_rings);
+    dev.counts.qps.release();
+}
+
+/// Drops the completions of QP `handle` that its CQs `cqs` hold and nobody polled, if the QP is a
+/// kernel QP (rings in the driver's memory; a user QP's CQs are polled by its provider).
+fn flush_cqs(dev: &rdma::Device<IbDev>, handle: u32, cqs: (u32, u32), kernel_rings: bool) {
+    if kernel_rings {
+        let (send, recv) = cqs;
+        dev.with_cq(send, |cq| cq.flush_qp(dev, handle));
         if recv != send {
-            dev.with_cq(recv, |cq| cq.flush_qp(dev, qp.handle));
+            dev.with_cq(recv, |cq| cq.flush_qp(dev, handle));
         }
     }
 }

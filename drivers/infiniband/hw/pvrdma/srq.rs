@@ -136,7 +136,7 @@ impl Srq {
     }
 
     /// Destroys an SRQ in the device; its memory goes with `srq`.
-    pub(crate) fn destroy(self, dev: &rdma::Device<IbDev>) {
+    pub(crate) fn destroy(&self, dev: &rdma::Device<IbDev>) {
         let cmd = CmdDestroySrq {
             srq_handle: self.handle,
             ..Default::default()
@@ -148,6 +148,5 @@ impl Srq {
             self.handle,
         );
         dev.counts.srqs.release();
-        drop(self);
     }
 }

@@ -172,7 +172,7 @@ impl rdma::Operations for IbDev {
         attr: &CqInitAttr,
         ctx: Option<&UserContext<Self>>,
         _udata: Option<&mut UData>,
-    ) -> Result<(Cq, u32)> {
+    ) -> Result<(impl PinInit<Cq>, u32)> {
         // User CQs come through `create_user_cq`.
         if ctx.is_some() {
             return Err(EINVAL);
@@ -186,11 +186,11 @@ impl rdma::Operations for IbDev {
         ctx: &UserContext<Self>,
         udata: &mut UData,
         buffer: UserCqBuffer<'_>,
-    ) -> Result<(Cq, u32)> {
+    ) -> Result<(impl PinInit<Cq>, u32)> {
         Cq::new(dev, attr, Some((ctx, udata, buffer)))
     }
 
-    fn destroy_cq(dev: &rdma::Device<Self>, cq: Cq) {
+    fn destroy_cq(dev: &rdma::Device<Self>, cq: &rdma::Cq<Self>) {
         cq.destroy(dev)
     }
 
@@ -212,7 +212,7 @@ impl rdma::Operations for IbDev {
         attr: &mut QpInitAttr<Self>,
         ctx: Option<&UserContext<Self>>,
         udata: Option<&mut UData>,
-    ) -> Result<(Qp, u32)> {
+    ) -> Result<(impl PinInit<Qp>, u32)> {
         Qp::new(dev, pd, attr, ctx, udata)
     }
 
@@ -234,7 +234,7 @@ impl rdma::Operations for IbDev {
         qp.query(dev, mask)
     }
 
-    fn destroy_qp(dev: &rdma::Device<Self>, qp: Qp) {
+    fn destroy_qp(dev: &rdma::Device<Self>, qp: &rdma::Qp<Self>) {
         qp.destroy(dev)
     }
 
@@ -261,7 +261,7 @@ impl rdma::Operations for IbDev {
         attr: &mut SrqAttr,
         _ctx: Option<&UserContext<Self>>,
         udata: Option<&mut UData>,
-    ) -> Result<Srq> {
+    ) -> Result<impl PinInit<Srq>> {
         Srq::new(dev, pd, srq_type, attr, udata)
     }
 
@@ -279,7 +279,7 @@ impl rdma::Operations for IbDev {
         srq.query(dev)
     }
 
-    fn destroy_srq(dev: &rdma::Device<Self>, srq: Srq) {
+    fn destroy_srq(dev: &rdma::Device<Self>, srq: &rdma::Srq<Self>) {
         srq.destroy(dev)
     }
 

@@ -21,19 +21,19 @@ impl<T: Operations> Adapter<T> {
     /// # Safety
     ///
     /// `ibcq` must be a CQ the core allocated for `dev`, whose data is not initialised.
-    unsafe fn new_cq(
+    unsafe fn new_cq<I: PinInit<T::Cq>>(
         dev: &Device<T>,
         ibcq: *mut bindings::ib_cq,
-        create: impl FnOnce() -> Result<(T::Cq, u32)>,
+        create: impl FnOnce() -> Result<(I, u32)>,
     ) -> Result {
         let create = || {
-            let (data, cqe) = create()?;
+            let (init, cqe) = create()?;
             // SAFETY: The core reads the number of entries once the creation succeeded.
             unsafe { (*ibcq).cqe = cqe.min(i32::MAX as u32) as i32 };
-            Ok(data)
+            Ok(init)
         };
         // SAFETY: Guaranteed by the caller.
-        unsafe { Self::create_tabled::<CqKind<T>>(dev, ibcq, create) }
+        unsafe { Self::create_tabled::<CqKind<T>, _>(dev, ibcq, create) }
     }
 
     /// The C callback.

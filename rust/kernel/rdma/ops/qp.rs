@@ -36,13 +36,13 @@ impl<T: Operations> Adapter<T> {
                 )
             };
             let create = || {
-                let (data, qp_num) = T::create_qp(dev, pd, attr, ctx, udata)?;
+                let (init, qp_num) = T::create_qp(dev, pd, attr, ctx, udata)?;
                 // SAFETY: The core reads the QP number once the creation succeeded.
                 unsafe { (*ibqp).qp_num = qp_num };
-                Ok(data)
+                Ok(init)
             };
             // SAFETY: The core allocated the QP for `dev`; its data is not initialised.
-            unsafe { Self::create_tabled::<QpKind<T>>(dev, ibqp, create) }?;
+            unsafe { Self::create_tabled::<QpKind<T>, _>(dev, ibqp, create) }?;
             Ok(0)
         })
     }

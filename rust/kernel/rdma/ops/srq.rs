@@ -35,16 +35,14 @@ impl<T: Operations> Adapter<T> {
                     Self::user(udata),
                 )
             };
-            let create = || {
-                let mut attr = SrqAttr::from_raw(&init.attr);
-                let srq_type = SrqType::from_raw(init.srq_type);
-                let data = T::create_srq(dev, pd, srq_type, &mut attr, ctx, udata)?;
-                // The capacities granted, for the consumer.
-                attr.write_raw(&mut init.attr);
-                Ok(data)
-            };
+            let mut attr = SrqAttr::from_raw(&init.attr);
+            let srq_type = SrqType::from_raw(init.srq_type);
+            let create = || T::create_srq(dev, pd, srq_type, &mut attr, ctx, udata);
             // SAFETY: The core allocated the SRQ for `dev`; its data is not initialised.
-            unsafe { Self::create_tabled::<SrqKind<T>>(dev, ibsrq, create) }?;
+            unsafe { Self::create_tabled::<SrqKind<T>, _>(dev, ibsrq, create) }?;
+            // The capacities granted, for the consumer (which reads them once the creation
+            // succeeded).
+            attr.write_raw(&mut init.attr);
             Ok(0)
         })
     }

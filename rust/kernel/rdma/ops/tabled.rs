@@ -8,7 +8,7 @@ use super::super::{
     table::{ObjectTable, TableIndex},
 };
 use super::{Adapter, Operations};
-use crate::error::Result;
+use crate::{error::Result, prelude::PinInit};
 
 /// A kind of object with a table: its C type, its storage, its table and the driver's destroy
 /// callback.
@@ -21,20 +21,21 @@ pub(super) trait Tabled<T: Operations> {
     /// The device's table of this kind.
     fn table(dev: &Device<T>) -> &ObjectTable<Self::Raw>;
 
-    /// Stores the data of a freshly created object.
+    /// Initialises the data of a freshly created object in place.
     ///
     /// # Safety
     ///
     /// `raw` must be an object of this kind the core allocated for a device of driver `T`, whose
     /// data is not initialised.
-    unsafe fn init(raw: *mut Self::Raw, data: Self::Data);
+    unsafe fn init(raw: *mut Self::Raw, init: impl PinInit<Self::Data>);
 
-    /// Takes the data of an object being destroyed.
+    /// Drops the data of an object being destroyed, in place.
     ///
     /// # Safety
     ///
-    /// `raw`'s data must have been stored with [`Tabled::init`] and not taken since.
-    unsafe fn take(raw: *mut Self::Raw) -> Self::Data;
+    /// `raw`'s data must have been initialised with [`Tabled::init`] and not dropped since; it
+    /// is not used afterwards.
+    unsafe fn drop_data(raw: *mut Self::Raw);
 
     /// The handle of a live object.
     ///
@@ -44,7 +45,11 @@ pub(super) trait Tabled<T: Operations> {
     unsafe fn index(raw: *mut Self::Raw) -> u32;
 
     /// The driver's destroy callback.
-    fn destroy(dev: &Device<T>, data: Self::Data);
+    ///
+    /// # Safety
+    ///
+    /// `raw` must be a live object of this kind whose data is initialised.
+    unsafe fn destroy(dev: &Device<T>, raw: *mut Self::Raw);
 }
 
 /// Defines the [`Tabled`] kind `$kind` over storage `$storage` and wrapper `$wrapper`.
@@ -71,14 +76,17 @@ macro_rules! tabled_kind {
                 &dev.tables().$table
             }
 
-            unsafe fn init(raw: *mut $crate::bindings::$raw, data: T::$data) {
+            unsafe fn init(
+                raw: *mut $crate::bindings::$raw,
+                init: impl $crate::prelude::PinInit<T::$data>,
+            ) {
                 // SAFETY: Guaranteed by the caller.
-                unsafe { $storage::<T>::init(raw, data) }
+                unsafe { $storage::<T>::init(raw, init) }
             }
 
-            unsafe fn take(raw: *mut $crate::bindings::$raw) -> T::$data {
+            unsafe fn drop_data(raw: *mut $crate::bindings::$raw) {
                 // SAFETY: Guaranteed by the caller.
-                unsafe { $storage::<T>::take(raw) }
+                unsafe { $storage::<T>::drop_data(raw) }
             }
 
             unsafe fn index(raw: *mut $crate::bindings::$raw) -> u32 {
@@ -88,8 +96,9 @@ macro_rules! tabled_kind {
                 })
             }
 
-            fn destroy(dev: &$crate::rdma::Device<T>, data: T::$data) {
-                T::$destroy(dev, data)
+            unsafe fn destroy(dev: &$crate::rdma::Device<T>, raw: *mut $crate::bindings::$raw) {
+                // SAFETY: Guaranteed by the caller: live, data initialised.
+                T::$destroy(dev, unsafe { $wrapper::<T>::from_raw(raw) })
             }
         }
     };
@@ -99,45 +108,54 @@ pub(super) use tabled_kind;
 impl<T: Operations> Adapter<T> {
     /// Creates an object of kind `K`: reserves its table entry (the one step that can fail for
     /// want of memory, done before the device has the object), lets the driver create it
-    /// (`create`), stores its data and enters it in the table. If the device handed out a handle
-    /// that a live object has, the new object is destroyed again and the creation fails with
-    /// `EBUSY`.
+    /// (`create`, which returns the initialiser of its data), initialises the data in place and
+    /// enters the object in the table. If the device handed out a handle that a live object has,
+    /// the new object is destroyed again and the creation fails with `EBUSY`.
     ///
     /// # Safety
     ///
     /// `raw` must be an object of kind `K` that the core allocated for `dev` (with the size the
     /// operations table gives), whose data is not initialised.
-    pub(super) unsafe fn create_tabled<K: Tabled<T>>(
+    pub(super) unsafe fn create_tabled<K: Tabled<T>, I: PinInit<K::Data>>(
         dev: &Device<T>,
         raw: *mut K::Raw,
-        create: impl FnOnce() -> Result<K::Data>,
+        create: impl FnOnce() -> Result<I>,
     ) -> Result {
         let entry = K::table(dev).reserve()?;
-        let data = create()?;
-        let index = data.table_index();
-        // SAFETY: Guaranteed by the caller; the data is stored once, here.
-        unsafe { K::init(raw, data) };
+        let init = create()?;
+        // SAFETY: Guaranteed by the caller; the data is initialised once, here.
+        unsafe { K::init(raw, init) };
+        // SAFETY: Initialised just above.
+        let index = unsafe { K::index(raw) };
         // SAFETY: The object is live with initialised data until `destroy_tabled` removes it.
         if let Err(e) = unsafe { K::table(dev).insert(entry, index, raw) } {
-            // SAFETY: Stored just above and not in the table: taken once.
-            K::destroy(dev, unsafe { K::take(raw) });
+            // SAFETY: Initialised above and not in the table: destroyed and dropped once, and
+            // the core frees the object without calling back when the creation fails.
+            unsafe {
+                K::destroy(dev, raw);
+                K::drop_data(raw);
+            }
             return Err(e);
         }
         Ok(())
     }
 
     /// Destroys an object of kind `K`: removes it from its table, so that no handle reaches it
-    /// any more, then gives its data back to the driver.
+    /// any more, lets the driver destroy it, then drops its data in place.
     ///
     /// # Safety
     ///
     /// `raw` must be an object of kind `K` of `dev` whose creation succeeded, which the core is
     /// destroying (once).
     pub(super) unsafe fn destroy_tabled<K: Tabled<T>>(dev: &Device<T>, raw: *mut K::Raw) {
-        // SAFETY: Guaranteed by the caller: the data is initialised until taken below.
+        // SAFETY: Guaranteed by the caller: the data is initialised until dropped below.
         let index = unsafe { K::index(raw) };
         K::table(dev).remove(index, raw);
-        // SAFETY: No longer reachable through the table; taken once.
-        K::destroy(dev, unsafe { K::take(raw) });
+        // SAFETY: No longer reachable through the table; the driver's callback is the last user
+        // of the data, which is dropped once, after it.
+        unsafe {
+            K::destroy(dev, raw);
+            K::drop_data(raw);
+        }
     }
 }
