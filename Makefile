@@ -16,6 +16,7 @@
 #   DRIVERS  c (vmw_pvrdma) and/or rust (pvrdma)
 #   TESTS    names from `tools/target/release/pvrdma-lab list`; empty: all
 #   KERNEL_DEBUG=1  on the debug kernel (KASAN, KFENCE, UBSAN, ...) instead of the lab's
+#   KERNEL_LEAN=1   on the lean kernel (no lockdep, kmemleak, ...): `make bench`'s default
 #   JOBS=N   guests at once (default: one per CPU; `make bench` runs one at a time)
 # The test kernel is trixie-backports' Linux 7.3 with rust/ overlaid (the
 # abstractions the driver in drivers/ is built on). Everything slow (test
@@ -45,8 +46,26 @@ MODULE_DIR := $(TOP)
 # cache (kernel/current-debug). The Rust driver is built for it from a copy of its sources
 # in the cache, so that the lab kernel's build of it in the checkout stays (Kbuild's MO=
 # refuses a module source tree that holds a build).
+# KERNEL_LEAN=1: the lean kernel (tools/lab/kernel/lean.config: the lab kernel without
+# lockdep, kmemleak and the other checkers), kernel/current-lean, the module likewise
+# built from a copy; what `make bench` runs on unless told KERNEL_LEAN=0.
 KERNEL_DEBUG ?= 0
-ifeq ($(KERNEL_DEBUG),1)
+ifneq ($(filter bench,$(MAKECMDGOALS)),)
+KERNEL_LEAN ?= $(if $(filter 1,$(KERNEL_DEBUG)),0,1)
+endif
+KERNEL_LEAN ?= 0
+ifeq ($(KERNEL_DEBUG)$(KERNEL_LEAN),11)
+$(error KERNEL_DEBUG=1 and KERNEL_LEAN=1: one or the other)
+endif
+ifeq ($(KERNEL_LEAN),1)
+export PVRDMA_KERNEL_LEAN := 1
+KDIR_FILE := $(PVRDMA_CACHE)/kernel/current-lean
+MODULE_DIR := $(PVRDMA_CACHE)/module-lean
+RUST_MODULE := $(MODULE_DIR)/drivers/infiniband/hw/pvrdma/pvrdma.ko
+MODULE_COPY := mkdir -p $(MODULE_DIR) && (cd $(TOP) && find Kbuild drivers include -type f \
+	\( -name '*.rs' -o -name '*.c' -o -name '*.h' -o -name Kbuild -o -name Makefile \) | \
+	tar -cf - -T -) | tar -C $(MODULE_DIR) -xf - &&
+else ifeq ($(KERNEL_DEBUG),1)
 export PVRDMA_KERNEL_DEBUG := 1
 KDIR_FILE := $(PVRDMA_CACHE)/kernel/current-debug
 MODULE_DIR := $(PVRDMA_CACHE)/module-debug
@@ -169,7 +188,8 @@ check: kernel tools module $(QEMU_FOR_CHECK)
 # The Rust driver against the C driver, same run, same device model: perftest
 # and the control path of verbs_resources over BENCH_REPS repetitions after a
 # discarded warm-up; medians, Rust/C ratios with bootstrap intervals
-# (pvrdma-lab bench-report), in $(RESULTS)/bench/bench.md and bench.svg.
+# (pvrdma-lab bench-report), in $(RESULTS)/bench/bench.md and bench.svg. On the
+# lean kernel (KERNEL_LEAN=1) unless KERNEL_LEAN=0 or KERNEL_DEBUG=1 is given.
 BENCH_REPS ?= 10
 BENCH_MODEL ?= patched
 bench: DRIVERS = c,rust

@@ -2,6 +2,7 @@
 //! cached test kernel, the host tools built in `tools/target/release`.
 
 use std::env;
+use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::cli::RunOptions;
@@ -113,6 +114,15 @@ impl Layout {
 }
 
 impl Layout {
+    /// Whether the test kernel was built with kmemleak (its `.config` says so). A kernel whose
+    /// config cannot be read counts as having it: a leak check that did not run then fails.
+    pub fn kernel_has_kmemleak(&self) -> bool {
+        match fs::read_to_string(self.kernel_dir.join(".config")) {
+            Ok(config) => config_enables(&config, "CONFIG_DEBUG_KMEMLEAK"),
+            Err(_) => true,
+        }
+    }
+
     /// The QEMU of a device model.
     pub fn qemu(&self, model: DeviceModel) -> &Path {
         match model {
@@ -134,5 +144,27 @@ pub fn absolute(path: &Path) -> PathBuf {
         env::current_dir()
             .map(|d| d.join(path))
             .unwrap_or_else(|_| path.to_path_buf())
+    }
+}
+
+/// Whether a kernel `.config` sets `option` to `y`.
+fn config_enables(config: &str, option: &str) -> bool {
+    config
+        .lines()
+        .any(|line| line.strip_prefix(option) == Some("=y"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_options_are_read_exactly() {
+        let config = "CONFIG_DEBUG_KMEMLEAK_AUTO_SCAN=y\n# CONFIG_DEBUG_KMEMLEAK is not set\n";
+        assert!(!config_enables(config, "CONFIG_DEBUG_KMEMLEAK"));
+        assert!(config_enables(
+            "CONFIG_X=y\nCONFIG_DEBUG_KMEMLEAK=y\n",
+            "CONFIG_DEBUG_KMEMLEAK"
+        ));
     }
 }

@@ -109,7 +109,13 @@ pub fn run(
             let note = "killed by the runner, as its test asked".to_string();
             (judge_killed(&side_dir, &end), vec![note])
         } else {
-            let judged = session::judge_guest(&side_dir, side.driver, end, mux_failure.clone());
+            let judged = session::judge_guest(
+                &side_dir,
+                side.driver,
+                end,
+                mux_failure.clone(),
+                layout.kernel_has_kmemleak(),
+            );
             if side.role == "client" {
                 times = (judged.report.boot_secs, judged.report.test_secs);
             }

@@ -210,7 +210,13 @@ pub fn run(
     };
     mux.terminate(MUX_GRACE);
 
-    let judged = judge_guest(dir, driver, qemu_end, mux_failure);
+    let judged = judge_guest(
+        dir,
+        driver,
+        qemu_end,
+        mux_failure,
+        layout.kernel_has_kmemleak(),
+    );
     let mut result = outcome(judged.verdict, Some(&judged.report));
     result.reference_bug = judged.reference_bug;
     Ok(result)
@@ -226,12 +232,14 @@ pub struct Judged {
     pub reference_bug: Option<&'static reference_bugs::ReferenceBug>,
 }
 
-/// Judges the guest whose results are in `dir` and which ran `driver`.
+/// Judges the guest whose results are in `dir` and which ran `driver` on a kernel built with
+/// kmemleak or not (`kmemleak_built`).
 pub fn judge_guest(
     dir: &Path,
     driver: Driver,
     qemu_end: QemuEnd,
     mux_failure: Option<String>,
+    kmemleak_built: bool,
 ) -> Judged {
     let report = guest_report::read(dir);
     let console = guest_report::read_text(&dir.join("console.log")).unwrap_or_default();
@@ -240,6 +248,7 @@ pub fn judge_guest(
         qemu: qemu_end,
         mux_failure,
         console: &console,
+        kmemleak_built,
     };
     let problems = verdict::kernel_problems(&evidence);
     write_problems(&dir.join("kernel-problems.txt"), &problems);
