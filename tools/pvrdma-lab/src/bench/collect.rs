@@ -7,6 +7,7 @@
 //!                                         summary.tap, renamed after the run)
 //! <results>/rep<N>/<model>/<driver>/perftest_*/notes.txt
 //! <results>/rep<N>/<model>/<driver>/verbs_resources/verbs_resources.log
+//! <results>/rep<N>/<model>/<driver>/ibv_rc_pingpong_events/notes.txt
 //! ```
 //!
 //! A figure counts only when its run passed: a failed run may have stopped
@@ -181,6 +182,8 @@ fn test_figures(test: &str, dir: &Path) -> Figures {
         figures::perftest_notes(&text(&dir.join("notes.txt")))
     } else if test == "verbs_resources" {
         figures::resources_log(&text(&dir.join("verbs_resources.log")))
+    } else if test == "ibv_rc_pingpong_events" {
+        figures::pingpong_notes(&text(&dir.join("notes.txt")))
     } else {
         Figures::new()
     }

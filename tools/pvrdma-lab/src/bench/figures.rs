@@ -7,7 +7,10 @@
 //!   `ib_write_bw: 1000 x 65536 B: peak 702.35 MB/s, average 701.92 MB/s (attempt 1)`,
 //!   `ib_write_lat: 1000 x 64 B: min 12, typical 13, average 14 cycles (4.1 / 4.3 / 4.7 us at 3000 MHz)`;
 //! - `verbs_resources.log`, one `ok:` line per phase and round, ending with the
-//!   phase's time: `ok: round 1: 256 CQs of 8 entries created (170 ms)`.
+//!   phase's time: `ok: round 1: 256 CQs of 8 entries created (170 ms)`;
+//! - `ibv_rc_pingpong_events`' `notes.txt`, one line per message size
+//!   (`lab_pingpong`):
+//!   `ibv_rc_pingpong -s 1 -n 500 --chk -e: ok, 500 iters in 2.64 seconds = 5287.45 usec/iter`.
 
 use std::collections::BTreeMap;
 
@@ -65,6 +68,10 @@ pub enum Metric {
     Bandwidth(String),
     /// A perftest latency tool's typical latency (µs), by tool name.
     Latency(String),
+    /// `ibv_rc_pingpong -e`'s time per iteration (µs), by message size in
+    /// bytes: a round trip whose every completion is waited for with a CQ
+    /// event (the driver arms the CQ, its interrupt handler signals it).
+    EventRoundTrip(u32),
     /// A verbs_resources phase, its times summed over the rounds (ms).
     Phase(Phase),
 }
@@ -74,7 +81,7 @@ impl Metric {
     pub fn unit(&self) -> &'static str {
         match self {
             Metric::Bandwidth(_) => "MB/s",
-            Metric::Latency(_) => "µs",
+            Metric::Latency(_) | Metric::EventRoundTrip(_) => "µs",
             Metric::Phase(_) => "ms",
         }
     }
@@ -89,6 +96,12 @@ impl Metric {
         match self {
             Metric::Bandwidth(tool) => format!("{tool} ({})", self.unit()),
             Metric::Latency(tool) => format!("{tool} (typical {})", self.unit()),
+            Metric::EventRoundTrip(size) => {
+                format!(
+                    "ibv_rc_pingpong -e, {size} B ({} per iteration)",
+                    self.unit()
+                )
+            }
             Metric::Phase(phase) => format!("{} ({}, all rounds)", phase.about(), self.unit()),
         }
     }
@@ -143,6 +156,30 @@ pub fn perftest_notes(text: &str) -> Figures {
     text.lines().filter_map(perftest_note).collect()
 }
 
+/// The figure of one line of `ibv_rc_pingpong_events`' `notes.txt`: a run
+/// with completion events (`-e`) that passed, its size (`-s N`) and its time
+/// per iteration.
+pub fn pingpong_note(line: &str) -> Option<(Metric, f64)> {
+    let (command, result) = line.split_once(": ok, ")?;
+    let mut words = command.split_whitespace();
+    if words.next()? != "ibv_rc_pingpong" || !command.split_whitespace().any(|w| w == "-e") {
+        return None;
+    }
+    let size = words
+        .skip_while(|w| *w != "-s")
+        .nth(1)?
+        .parse::<u32>()
+        .ok()?;
+    let per_iter = result.trim_end().strip_suffix(" usec/iter")?;
+    let number = &per_iter[per_iter.rfind("= ")? + 2..];
+    Some((Metric::EventRoundTrip(size), value(number)?))
+}
+
+/// The figures of `ibv_rc_pingpong_events`' `notes.txt`.
+pub fn pingpong_notes(text: &str) -> Figures {
+    text.lines().filter_map(pingpong_note).collect()
+}
+
 /// The phase and milliseconds of one line of `verbs_resources.log`: a line
 /// naming a phase that ends with `(N ms)`.
 pub fn resources_line(line: &str) -> Option<(Phase, f64)> {
@@ -169,6 +206,25 @@ pub fn resources_log(text: &str) -> Figures {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn event_pingpong_lines() {
+        let text = "ibv_rc_pingpong -s 1 -n 500 --chk -e: ok, 500 iters in 2.64 seconds = 5287.45 usec/iter
+ibv_rc_pingpong -s 65536 -n 500 --chk -e: ok, 500 iters in 1.46 seconds = 2916.19 usec/iter
+ibv_rc_pingpong -s 4096 -n 500 --chk: ok, 500 iters in 1.67 seconds = 3346.64 usec/iter
+ibv_rc_pingpong -s 8 -n 500 --chk -e: FAILED (exit 1)
+ibv_rc_pingpong -s x -n 500 -e: ok, 500 iters in 1 seconds = 2.0 usec/iter
+";
+        let figures = pingpong_notes(text);
+        assert_eq!(figures.len(), 2, "{figures:?}");
+        assert_eq!(figures[&Metric::EventRoundTrip(1)], 5287.45);
+        assert_eq!(figures[&Metric::EventRoundTrip(65536)], 2916.19);
+        assert_eq!(
+            Metric::EventRoundTrip(1).label(),
+            "ibv_rc_pingpong -e, 1 B (µs per iteration)"
+        );
+        assert!(!Metric::EventRoundTrip(1).higher_is_better());
+    }
 
     #[test]
     fn bandwidth_line() {
