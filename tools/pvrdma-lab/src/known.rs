@@ -40,6 +40,9 @@ pub struct KnownFailure {
     pub signature: &'static str,
     /// The issue tracking it.
     pub issue: &'static str,
+    /// Whether it happens only sometimes (a race of the device model): a pass is then a plain
+    /// pass, not an unexpected one.
+    pub intermittent: bool,
 }
 
 /// A test a device model cannot run.
@@ -68,6 +71,7 @@ pub const KNOWN_FAILURES: &[KnownFailure] = &[
             exchange in the IB port space, which librdmacm does not check",
         signature: "failure connecting: Invalid argument",
         issue: "issue 5",
+        intermittent: false,
     },
     KnownFailure {
         model: DeviceModel::Stock,
@@ -81,6 +85,22 @@ pub const KNOWN_FAILURES: &[KnownFailure] = &[
             patched model reports what its rings hold (tools/qemu patch 13)",
         signature: "depths within the device's reported maximum refused",
         issue: "issue 14",
+        intermittent: false,
+    },
+    KnownFailure {
+        model: DeviceModel::Stock,
+        driver: None,
+        test: "unbind_in_use",
+        cause: "QEMU 7.2's rdma backend destroys a QP's work-request contexts and the mutex of \
+            their list on the vCPU thread (DESTROY_QP) without the lock its completion thread \
+            polls with, so a QP destroyed while its work completes (processes removed or \
+            killed mid-traffic) can have the completion thread lock the destroyed mutex, and \
+            QEMU aborts (hw/rdma/rdma_rm.c rdma_rm_dealloc_qp, rdma_backend.c rdma_poll_cq; \
+            seen once in about ten runs); the patched model destroys under that lock \
+            (tools/qemu patch 17)",
+        signature: "qemu_mutex_lock_impl: Assertion `mutex->initialized' failed",
+        issue: "issue 11",
+        intermittent: true,
     },
 ];
 
@@ -283,6 +303,7 @@ pub fn tap_result(model: DeviceModel, driver: Driver, test: &str, verdict: Verdi
     let known = lookup(model, driver, test);
     match (verdict, known) {
         (Verdict::Pass, None) => TapResult::Pass,
+        (Verdict::Pass, Some(k)) if k.intermittent => TapResult::Pass,
         (Verdict::Pass, Some(k)) => TapResult::Todo {
             cause: format!(
                 "known failure of the {} model did not occur: {} ({}): remove it from \
@@ -410,6 +431,40 @@ mod tests {
             tap_result(Stock, Driver::C, "ibv_devinfo", Verdict::Pass),
             TapResult::Pass
         );
+    }
+
+    /// An intermittent known failure (a race of the device model): excused only with its
+    /// signature and on its model; a pass is a plain pass.
+    #[test]
+    fn intermittent_known_failures_pass_plainly() {
+        let abort = "guest did not report: QEMU exited (signal 6 (SIGABRT)); last stage: test \
+                     unbind_in_use (crash?); QEMU: qemu-system-x86_64: \
+                     ../src/util/qemu-thread-posix.c:87: qemu_mutex_lock_impl: Assertion \
+                     `mutex->initialized' failed.";
+        assert!(matches!(
+            tap_result(Stock, Driver::Rust, "unbind_in_use", fail(abort, false)),
+            TapResult::Todo { passed: false, .. }
+        ));
+        assert_eq!(
+            tap_result(Stock, Driver::Rust, "unbind_in_use", Verdict::Pass),
+            TapResult::Pass
+        );
+        assert!(matches!(
+            tap_result(Patched, Driver::Rust, "unbind_in_use", fail(abort, false)),
+            TapResult::Fail(_)
+        ));
+        assert!(matches!(
+            tap_result(
+                Stock,
+                Driver::Rust,
+                "unbind_in_use",
+                fail(
+                    "guest did not report: QEMU exited (signal 11 (SIGSEGV))",
+                    false
+                )
+            ),
+            TapResult::Fail(_)
+        ));
     }
 
     #[test]

@@ -243,12 +243,14 @@ pub fn judge_guest(
 ) -> Judged {
     let report = guest_report::read(dir);
     let console = guest_report::read_text(&dir.join("console.log")).unwrap_or_default();
+    let qemu_log = guest_report::read_text(&dir.join("qemu.log")).unwrap_or_default();
     let evidence = Evidence {
         report: &report,
         qemu: qemu_end,
         mux_failure,
         console: &console,
         kmemleak_built,
+        qemu_log: &qemu_log,
     };
     let problems = verdict::kernel_problems(&evidence);
     write_problems(&dir.join("kernel-problems.txt"), &problems);

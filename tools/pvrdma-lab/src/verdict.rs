@@ -36,6 +36,20 @@ pub struct Evidence<'a> {
     pub console: &'a str,
     /// Whether the kernel was built with kmemleak, whose leak check must then have run.
     pub kmemleak_built: bool,
+    /// QEMU's standard error (`qemu.log`).
+    pub qemu_log: &'a str,
+}
+
+/// What QEMU said as it aborted, if it did: the last line of its log that is an assertion's or
+/// GLib's fatal error (`file:line: function: Assertion `...' failed.`, `ERROR:...`). Other
+/// lines (device information, warnings) are not quoted: they say nothing about a crash.
+pub fn qemu_last_words(log: &str) -> Option<&str> {
+    log.lines().rev().map(str::trim).find(|line| {
+        line.contains("Assertion `")
+            || line.contains("assertion failed")
+            || line.starts_with("ERROR:")
+            || line.starts_with("**")
+    })
 }
 
 /// A test's verdict.
@@ -157,8 +171,10 @@ pub fn judge(evidence: &Evidence, problems: &[Problem]) -> Verdict {
                 "guest did not report within {limit_secs} s (timeout, killed); last stage: {stage}{hang}; {postmortem}"
             ),
             QemuEnd::Exited { status, .. } => {
+                let said = qemu_last_words(evidence.qemu_log)
+                    .map_or_else(String::new, |line| format!("; QEMU: {line}"));
                 format!(
-                    "guest did not report: QEMU exited ({status}); last stage: {stage} (crash?)"
+                    "guest did not report: QEMU exited ({status}); last stage: {stage} (crash?){said}"
                 )
             }
         });
@@ -247,6 +263,7 @@ mod tests {
             mux_failure: None,
             console,
             kmemleak_built,
+            qemu_log: "",
         };
         let problems = kernel_problems(&evidence);
         judge(&evidence, &problems)
@@ -339,6 +356,43 @@ mod tests {
         assert!(
             cause.starts_with("guest did not report: QEMU exited (signal 11 (SIGSEGV))"),
             "{cause}"
+        );
+    }
+
+    /// A QEMU that aborted on an assertion has it quoted in the cause (what known failures of a
+    /// device model match); its informational lines are not.
+    #[test]
+    fn qemu_abort_is_quoted() {
+        let log = "qemu-system-x86_64: -device pvrdma,addr=0x4.1: info: rdma: uverb device uverbs_sw0
+qemu-system-x86_64: warning: nic vmxnet3.0 has no peer
+qemu-system-x86_64: ../src/util/qemu-thread-posix.c:87: qemu_mutex_lock_impl: Assertion `mutex->initialized' failed.
+";
+        let mut report = passed_report();
+        report.done = false;
+        report.stage = Some("test unbind_in_use".to_string());
+        let evidence = Evidence {
+            report: &report,
+            qemu: QemuEnd::Exited {
+                status: "signal 6 (SIGABRT)".to_string(),
+                success: false,
+            },
+            mux_failure: None,
+            console: "",
+            kmemleak_built: true,
+            qemu_log: log,
+        };
+        let Verdict::Fail { cause, .. } = judge(&evidence, &[]) else {
+            panic!("passed");
+        };
+        assert_eq!(
+            cause,
+            "guest did not report: QEMU exited (signal 6 (SIGABRT)); last stage: test \
+             unbind_in_use (crash?); QEMU: qemu-system-x86_64: ../src/util/qemu-thread-posix.c:87: \
+             qemu_mutex_lock_impl: Assertion `mutex->initialized' failed."
+        );
+        assert_eq!(
+            qemu_last_words("qemu-system-x86_64: warning: nic vmxnet3.0 has no peer\n"),
+            None
         );
     }
 
