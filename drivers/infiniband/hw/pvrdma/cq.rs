@@ -22,19 +22,24 @@ use kernel::{
     sync::SpinLockIrq,
 };
 
-/// Where a CQ's ring lives.
-enum CqRing {
-    /// In user memory: page 0 is the ring state, then the entries.
-    User { _pdir: PageDir, _umem: Umem },
-    /// In the driver's memory, consumed under the lock.
-    Kernel(Pin<KBox<SpinLockIrq<DeviceRing<Cqe>>>>),
+/// A user CQ's ring: in the provider library's memory (page 0 is the ring state, then the
+/// entries), pinned, and the page directory the device reads it through.
+struct UserRing {
+    _pdir: PageDir,
+    _umem: Umem,
 }
 
-/// A CQ: the device's handle and its ring.
+/// A CQ: the device's handle and its ring, in user memory or in the driver's.
+#[pin_data]
 pub(crate) struct Cq {
     /// The device's handle (what CQ notifications and QP commands name it by).
     pub(crate) handle: u32,
-    ring: CqRing,
+    /// A user CQ's ring; `None` for a kernel CQ.
+    user: Option<UserRing>,
+    /// A kernel CQ's ring, consumed under the lock; `None` for a user CQ. Inline (the CQ is
+    /// initialised in place), so a kernel CQ costs no allocation for it.
+    #[pin]
+    kernel: SpinLockIrq<Option<DeviceRing<Cqe>>>,
 }
 
 impl TableIndex for Cq {
@@ -46,20 +51,14 @@ impl TableIndex for Cq {
 impl Cq {
     /// Whether the CQ's ring is the driver's (a kernel consumer's CQ).
     pub(crate) fn is_kernel(&self) -> bool {
-        matches!(self.ring, CqRing::Kernel(_))
+        self.user.is_none()
     }
 
     /// The driver's details of the CQ in `rdma res show cq -dd`: the device's handle and where
     /// its ring is.
     pub(crate) fn fill_res(&self, entry: &mut ResEntry<'_>) -> Result {
         entry.put_u32(c"dev_handle", self.handle)?;
-        entry.put_str(
-            c"ring",
-            match self.ring {
-                CqRing::User { .. } => c"user",
-                CqRing::Kernel(_) => c"kernel",
-            },
-        )
+        entry.put_str(c"ring", if self.is_kernel() { c"kernel" } else { c"user" })
     }
 }
 
@@ -105,7 +104,7 @@ impl Cq {
         dev: &rdma::Device<IbDev>,
         attr: &CqInitAttr,
         user: Option<(&UserContext<IbDev>, &mut UData, UserCqBuffer<'_>)>,
-    ) -> Result<(Cq, u32)> {
+    ) -> Result<(impl PinInit<Cq>, u32)> {
         if attr.flags() != 0 {
             return Err(EOPNOTSUPP);
         }
@@ -123,7 +122,7 @@ impl Cq {
         let ring_pages = 1 + (entries as usize * core::mem::size_of::<Cqe>()).div_ceil(PAGE_SIZE);
 
         let ctx_handle = user.as_ref().map_or(0, |(ctx, ..)| ctx.ctx_handle);
-        let (ring, pdir_dma, npages, user_reply) = match user {
+        let (user_ring, mut kernel_ring, pdir_dma, npages, user_reply) = match user {
             Some((_, udata, buffer)) => {
                 let req: UserCreateCq = udata.read()?;
                 // The provider's buffer (as its request states it, or as the command's buffer
@@ -148,10 +147,11 @@ impl Cq {
                 let pdir = PageDir::for_user(pdev, &[&umem])?;
                 let (dma, n) = (pdir.dma_handle(), pdir.npages());
                 (
-                    CqRing::User {
+                    Some(UserRing {
                         _pdir: pdir,
                         _umem: umem,
-                    },
+                    }),
+                    None,
                     dma,
                     n,
                     Some(udata),
@@ -161,8 +161,7 @@ impl Cq {
                 let npages = u32::try_from(ring_pages).map_err(|_| EINVAL)?;
                 let ring = DeviceRing::<Cqe>::with_slots(pdev, npages, entries)?;
                 let dma = ring.pdir().dma_handle();
-                let ring = KBox::pin_init(new_spinlock_irq!(ring, "pvrdma::Cq::ring"), GFP_KERNEL)?;
-                (CqRing::Kernel(ring), dma, npages as usize, None)
+                (None, Some(ring), dma, npages as usize, None)
             }
         };
 
@@ -174,14 +173,11 @@ impl Cq {
             ..Default::default()
         };
         let resp: RespCreateCq = dev.hw.command(opcode_verbs::CREATE_CQ, &cmd)?;
-        let mut cq = Cq {
-            handle: resp.cq_handle,
-            ring,
-        };
+        let handle = resp.cq_handle;
         // The device's ring size is what both sides index with: it must fit what was allocated.
-        let checked = match &mut cq.ring {
-            CqRing::Kernel(ring) => ring.lock().shrink_to(resp.cqe),
-            CqRing::User { .. } => {
+        let checked = match &mut kernel_ring {
+            Some(ring) => ring.shrink_to(resp.cqe),
+            None => {
                 if resp.cqe == 0 || resp.cqe > entries {
                     Err(EIO)
                 } else {
@@ -196,40 +192,36 @@ impl Cq {
                 resp.cq_handle,
                 resp.cqe
             );
-            // The room is given back by `destroy`, once.
+            // The room is given back by `destroy_in_device`, once.
             reservation.keep();
-            cq.destroy(dev);
+            destroy_in_device(dev, handle);
             return Err(e);
         }
         if let Some(udata) = user_reply {
             let reply = UserCreateCqResp {
-                cqn: cq.handle,
+                cqn: handle,
                 reserved: 0,
             };
             if let Err(e) = udata.write(&reply) {
-                // The room is given back by `destroy`, once.
+                // The room is given back by `destroy_in_device`, once.
                 reservation.keep();
-                cq.destroy(dev);
+                destroy_in_device(dev, handle);
                 return Err(e);
             }
         }
         reservation.keep();
+        // Nothing fails from here on: the device has the CQ.
+        let cq = pin_init!(Cq {
+            handle,
+            user: user_ring,
+            kernel <- new_spinlock_irq!(kernel_ring, "pvrdma::Cq::ring"),
+        });
         Ok((cq, resp.cqe))
     }
 
-    /// Destroys a CQ in the device; its memory goes with `cq`.
+    /// Destroys a CQ in the device; its memory goes when the abstraction drops it, after this.
     pub(crate) fn destroy(&self, dev: &rdma::Device<IbDev>) {
-        let cmd = CmdDestroyCq {
-            cq_handle: self.handle,
-            ..Default::default()
-        };
-        dev.hw.destroy_object::<_, crate::abi::RespNoop>(
-            opcode_verbs::DESTROY_CQ,
-            &cmd,
-            "CQ",
-            self.handle,
-        );
-        dev.counts.cqs.release();
+        destroy_in_device(dev, self.handle);
     }
 
     /// Moves completions of a kernel CQ into `sink` (see [`rdma::Operations::poll_cq`]).
@@ -238,11 +230,11 @@ impl Cq {
     /// for is lying about the state of its queues: it is declared dead (see `crate::dead`), and
     /// from then on this CQ's completions are the flushes of the work outstanding on it.
     pub(crate) fn poll(&self, dev: &rdma::Device<IbDev>, sink: &mut WcSink<'_, IbDev>) -> Result {
-        let CqRing::Kernel(ring) = &self.ring else {
+        if !self.is_kernel() {
             return Err(EINVAL);
-        };
+        }
         if !dev.hw.is_dead() {
-            if let Err(lie) = self.poll_ring(dev, ring, sink) {
+            if let Err(lie) = self.poll_ring(dev, sink) {
                 // After the ring's lock is dropped: declaring the device dead walks other locks.
                 dev.hw.declare_dead(lie);
             }
@@ -253,15 +245,17 @@ impl Cq {
         Ok(())
     }
 
-    /// Moves the completions the device wrote into `ring` to `sink`. Fails with what the device
-    /// did wrong if it broke the ring or completed work the driver did not give it.
+    /// Moves the completions the device wrote into the kernel ring to `sink`. Fails with what the
+    /// device did wrong if it broke the ring or completed work the driver did not give it.
     fn poll_ring(
         &self,
         dev: &rdma::Device<IbDev>,
-        ring: &SpinLockIrq<DeviceRing<Cqe>>,
         sink: &mut WcSink<'_, IbDev>,
     ) -> core::result::Result<(), &'static str> {
-        let ring = ring.lock();
+        let ring = self.kernel.lock();
+        let Some(ring) = ring.as_ref() else {
+            return Ok(());
+        };
         let mut polled_device = false;
         // At most one ring's worth of entries per call: completions of unknown QPs take no room in
         // the sink, and a device refilling the ring must not keep this loop going with interrupts
@@ -313,9 +307,9 @@ impl Cq {
         dev: &rdma::Device<IbDev>,
         flags: rdma::NotifyFlags,
     ) -> Result<bool> {
-        let CqRing::Kernel(ring) = &self.ring else {
+        if !self.is_kernel() {
             return Err(EINVAL);
-        };
+        }
         let arm = if flags.solicited_only() {
             UAR_CQ_ARM_SOL
         } else {
@@ -328,26 +322,38 @@ impl Cq {
             dev.for_each_qp(|qp| unfinished |= qp.has_unfinished(Some(self.handle)));
             return Ok(flags.report_missed_events() && unfinished);
         }
-        let ring = ring.lock();
+        let ring = self.kernel.lock();
         dev.hw.ring_cq_doorbell(self.handle | arm);
-        if flags.report_missed_events() {
-            return ring.has_data();
+        match ring.as_ref() {
+            Some(ring) if flags.report_missed_events() => ring.has_data(),
+            _ => Ok(false),
         }
-        Ok(false)
     }
 
     /// Drops the completions of the QP with device handle `qp_handle` from a kernel CQ, so that
     /// they cannot be taken for completions of a later QP with the same handle.
     pub(crate) fn flush_qp(&self, dev: &rdma::Device<IbDev>, qp_handle: u32) {
-        if let CqRing::Kernel(ring) = &self.ring {
-            if ring
-                .lock()
+        let broken = match self.kernel.lock().as_ref() {
+            Some(ring) => ring
                 .retain(|cqe| qp_handle_of(cqe) != Some(qp_handle))
-                .is_err()
-            {
-                dev.hw
-                    .declare_dead("a kernel CQ's ring indexes are out of range");
-            }
+                .is_err(),
+            None => false,
+        };
+        // After the ring's lock is dropped: declaring the device dead walks other locks.
+        if broken {
+            dev.hw
+                .declare_dead("a kernel CQ's ring indexes are out of range");
         }
     }
+}
+
+/// Destroys the device's CQ `handle` and gives its room back.
+fn destroy_in_device(dev: &rdma::Device<IbDev>, handle: u32) {
+    let cmd = CmdDestroyCq {
+        cq_handle: handle,
+        ..Default::default()
+    };
+    dev.hw
+        .destroy_object::<_, crate::abi::RespNoop>(opcode_verbs::DESTROY_CQ, &cmd, "CQ", handle);
+    dev.counts.cqs.release();
 }

@@ -52,12 +52,8 @@ enum QpRings {
         _recv: Option<Umem>,
     },
     /// In the driver's memory: page 0 holds both ring states, then the send queue, then the
-    /// receive queue (absent with an SRQ).
-    Kernel {
-        pdir: PageDir,
-        sq: Pin<KBox<SpinLockIrq<WorkQueue>>>,
-        rq: Option<Pin<KBox<SpinLockIrq<WorkQueue>>>>,
-    },
+    /// receive queue (absent with an SRQ). The queues' state is the QP's `sq` and `rq`.
+    Kernel { pdir: PageDir },
 }
 
 impl QpRings {
@@ -87,6 +83,13 @@ pub(crate) struct Qp {
     /// The device's handles of the send and receive CQs.
     cqs: (u32, u32),
     rings: QpRings,
+    /// A kernel QP's send queue, under its lock; `None` for a user QP. Inline (the QP is
+    /// initialised in place), as is `rq`: a kernel QP costs no allocation for them.
+    #[pin]
+    sq: SpinLockIrq<Option<WorkQueue>>,
+    /// A kernel QP's receive queue; `None` for a user QP and for a QP on an SRQ.
+    #[pin]
+    rq: SpinLockIrq<Option<WorkQueue>>,
 }
 
 impl TableIndex for Qp {
@@ -214,7 +217,7 @@ impl Qp {
         // No inline data is granted (see `MAX_USER_INLINE_REQUEST`).
         cap.max_inline_data = 0;
 
-        let (rings, total_pages, send_pages) = match &udata {
+        let (rings, sq, rq, total_pages, send_pages) = match &udata {
             Some(udata) => {
                 let req: UserCreateQp = udata.read()?;
                 // The ring state is at the start of the first page the device maps.
@@ -271,6 +274,8 @@ impl Qp {
                         _send: send,
                         _recv: recv,
                     },
+                    None,
+                    None,
                     total,
                     send_pages,
                 )
@@ -290,7 +295,6 @@ impl Qp {
                     sizes.cap.max_send_sge,
                     sizes.sq_wqe_size,
                 )?;
-                let sq = KBox::pin_init(new_spinlock_irq!(sq, "pvrdma::Qp::sq"), GFP_KERNEL)?;
                 let rq = if srq.is_none() {
                     let rq = WorkQueue::new(
                         Side::Recv,
@@ -300,15 +304,18 @@ impl Qp {
                         sizes.cap.max_recv_sge,
                         sizes.rq_wqe_size,
                     )?;
-                    Some(KBox::pin_init(
-                        new_spinlock_irq!(rq, "pvrdma::Qp::rq"),
-                        GFP_KERNEL,
-                    )?)
+                    Some(rq)
                 } else {
                     None
                 };
                 cap = sizes.cap;
-                (QpRings::Kernel { pdir, sq, rq }, total, sizes.send_pages)
+                (
+                    QpRings::Kernel { pdir },
+                    Some(sq),
+                    rq,
+                    total,
+                    sizes.send_pages,
+                )
             }
         };
         if total_pages > PAGE_DIR_MAX_PAGES || send_pages < QP_NUM_HEADER_PAGES as usize {
@@ -386,6 +393,8 @@ impl Qp {
             cap,
             cqs,
             rings,
+            sq <- new_spinlock_irq!(sq, "pvrdma::Qp::sq"),
+            rq <- new_spinlock_irq!(rq, "pvrdma::Qp::rq"),
         });
         Ok((qp, qpn))
     }
@@ -570,10 +579,11 @@ fn check_attr_ranges(attr: &QpAttr, attr_mask: QpAttrMask) -> Result {
 
 /// Empties the rings of a kernel QP moved to RESET.
 fn reset_rings(qp: &Qp) {
-    if let QpRings::Kernel { pdir, sq, rq } = &qp.rings {
-        sq.lock().reset(pdir);
-        if let Some(rq) = rq {
-            rq.lock().reset(pdir);
+    if let QpRings::Kernel { pdir } = &qp.rings {
+        for queue in [&qp.sq, &qp.rq] {
+            if let Some(queue) = (*queue.lock()).as_mut() {
+                queue.reset(pdir);
+            }
         }
     }
 }

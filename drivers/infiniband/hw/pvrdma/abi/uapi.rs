@@ -177,11 +177,18 @@ trait Encode {
 }
 
 /// Implements [`Encode`] for integer types: their bytes in native order, as in memory.
+///
+/// Byte by byte rather than `copy_from_slice`, whose length check can only fail if the caller
+/// broke `encode`'s contract: its panic path calls a function of Rust 1.96's `core`
+/// (`copy_from_slice_impl::len_mismatch_fail`) that Linux 7.3's objtool does not know cannot
+/// return, and the kernel without debug assertions warned that these functions fall through.
 macro_rules! encode_int {
     ($($int:ty),*) => {$(
         impl Encode for $int {
             fn encode(&self, out: &mut [u8]) {
-                out.copy_from_slice(&self.to_ne_bytes());
+                for (to, byte) in out.iter_mut().zip(self.to_ne_bytes()) {
+                    *to = byte;
+                }
             }
         }
     )*};

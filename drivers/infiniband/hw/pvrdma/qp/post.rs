@@ -28,7 +28,7 @@ impl Qp {
         dev: &rdma::Device<IbDev>,
         wrs: SendWrs<'_, IbDev>,
     ) -> core::result::Result<(), PostError> {
-        let QpRings::Kernel { pdir, sq, .. } = &self.rings else {
+        let QpRings::Kernel { pdir } = &self.rings else {
             return Err(refused(EINVAL));
         };
         // Below RTS a send can only fail; from RTS on the device judges.
@@ -40,7 +40,7 @@ impl Qp {
             self,
             UAR_QP_SEND,
             pdir,
-            sq,
+            &self.sq,
             wrs,
             |ring, pdir, wr, dead| {
                 let hdr = send_wqe(self, wr)?;
@@ -58,11 +58,8 @@ impl Qp {
         dev: &rdma::Device<IbDev>,
         wrs: RecvWrs<'_>,
     ) -> core::result::Result<(), PostError> {
-        // A QP on an SRQ has no receive queue of its own.
-        let QpRings::Kernel {
-            pdir, rq: Some(rq), ..
-        } = &self.rings
-        else {
+        // A QP on an SRQ has no receive queue of its own (`post_all` refuses it).
+        let QpRings::Kernel { pdir } = &self.rings else {
             return Err(refused(EINVAL));
         };
         if self.state() == QpState::Reset {
@@ -73,7 +70,7 @@ impl Qp {
             self,
             UAR_QP_RECV,
             pdir,
-            rq,
+            &self.rq,
             wrs,
             |ring, pdir, wr, dead| {
                 let hdr = RqWqeHdr {
@@ -94,18 +91,16 @@ impl Qp {
     /// checking the device's claims: the completion names a queue of the QP that uses this CQ, and a
     /// slot of it with work outstanding. `None` for a completion the QP cannot have.
     pub(crate) fn completed_wr_id(&self, cq_handle: u32, cqe: &Cqe) -> Option<u64> {
-        let QpRings::Kernel { sq, rq, .. } = &self.rings else {
-            return None;
-        };
         let (side, slot) = Side::of_device_wr_id(cqe.wr_id)?;
         let (queue, cq) = match side {
-            Side::Send => (sq, self.cqs.0),
-            Side::Recv => (rq.as_ref()?, self.cqs.1),
+            Side::Send => (&self.sq, self.cqs.0),
+            Side::Recv => (&self.rq, self.cqs.1),
         };
         if cq != cq_handle {
             return None;
         }
-        queue.lock().complete(slot)
+        // A user QP has no queues here: its completions are not the driver's to read.
+        (*queue.lock()).as_mut()?.complete(slot)
     }
 }
 
@@ -116,6 +111,7 @@ fn refused(error: Error) -> PostError {
 
 /// Writes one entry per work request into `queue` (with `push`) until one fails, then rings the
 /// QP's doorbell once with `doorbell`, so the device sees every entry written before the failure.
+/// A QP without that queue (a user QP, or a receive on an SRQ's QP) is refused with `EINVAL`.
 ///
 /// On a dead device (`push`'s last argument) the work requests are checked as usual but only
 /// recorded, and no doorbell rings: they are completed as flushed (see `crate::dead`), which is
@@ -125,20 +121,23 @@ fn post_all<W>(
     qp: &Qp,
     doorbell: u32,
     pdir: &PageDir,
-    queue: &SpinLockIrq<WorkQueue>,
+    queue: &SpinLockIrq<Option<WorkQueue>>,
     wrs: impl Iterator<Item = W>,
     mut push: impl FnMut(&mut WorkQueue, &PageDir, &W, bool) -> Result,
 ) -> core::result::Result<(), PostError> {
     let dead = dev.hw.is_dead();
-    let mut ring = queue.lock();
+    let mut guard = queue.lock();
+    let Some(ring) = (*guard).as_mut() else {
+        return Err(refused(EINVAL));
+    };
     let mut result = Ok(());
     for (index, wr) in wrs.enumerate() {
-        if let Err(error) = push(&mut ring, pdir, &wr, dead) {
+        if let Err(error) = push(ring, pdir, &wr, dead) {
             result = Err(PostError { error, index });
             break;
         }
     }
-    drop(ring);
+    drop(guard);
     if !dead {
         dev.hw.ring_qp_doorbell(doorbell | qp.handle);
     }
@@ -150,18 +149,19 @@ fn post_all<W>(
 /// `crate::dead`). Only the `wr_id`, the status and the QP mean anything in a flushed
 /// completion (the opcode tells receives from sends).
 pub(crate) fn flush_unfinished(qp: &rdma::Qp<IbDev>, cq_handle: u32, sink: &mut WcSink<'_, IbDev>) {
-    let QpRings::Kernel { sq, rq, .. } = &qp.rings else {
-        return;
-    };
     let queues = [
-        (Some(sq), qp.cqs.0, wc_opcode::SEND),
-        (rq.as_ref(), qp.cqs.1, wc_opcode::RECV),
+        (&qp.sq, qp.cqs.0, wc_opcode::SEND),
+        (&qp.rq, qp.cqs.1, wc_opcode::RECV),
     ];
     for (queue, cq, opcode) in queues {
-        let Some(queue) = queue.filter(|_| cq == cq_handle) else {
+        if cq != cq_handle {
+            continue;
+        }
+        let mut guard = queue.lock();
+        // A user QP has none (its work is the provider's), nor has a QP on an SRQ a receive queue.
+        let Some(queue) = (*guard).as_mut() else {
             continue;
         };
-        let mut queue = queue.lock();
         while sink.has_room() {
             let Some(wr_id) = queue.take_unfinished() else {
                 break;
@@ -182,14 +182,11 @@ impl Qp {
     /// Whether this kernel QP has outstanding work that a flush would complete on kernel CQ
     /// `cq_handle` (on any CQ with `None`).
     pub(crate) fn has_unfinished(&self, cq_handle: Option<u32>) -> bool {
-        let QpRings::Kernel { sq, rq, .. } = &self.rings else {
-            return false;
-        };
         let on = |cq: u32| cq_handle.is_none_or(|h| h == cq);
-        (on(self.cqs.0) && sq.lock().has_unfinished())
-            || rq
-                .as_ref()
-                .is_some_and(|rq| on(self.cqs.1) && rq.lock().has_unfinished())
+        let unfinished = |queue: &SpinLockIrq<Option<WorkQueue>>| {
+            queue.lock().as_ref().is_some_and(|q| q.has_unfinished())
+        };
+        (on(self.cqs.0) && unfinished(&self.sq)) || (on(self.cqs.1) && unfinished(&self.rq))
     }
 }
 
