@@ -54,32 +54,31 @@ ifneq ($(filter bench,$(MAKECMDGOALS)),)
 KERNEL_LEAN ?= $(if $(filter 1,$(KERNEL_DEBUG)),0,1)
 endif
 KERNEL_LEAN ?= 0
+ifneq ($(filter-out 0 1,$(KERNEL_DEBUG)),)
+$(error KERNEL_DEBUG=$(KERNEL_DEBUG): 0 (the lab kernel) or 1 (the debug kernel))
+endif
+ifneq ($(filter-out 0 1,$(KERNEL_LEAN)),)
+$(error KERNEL_LEAN=$(KERNEL_LEAN): 0 (the lab kernel) or 1 (the lean kernel))
+endif
 ifeq ($(KERNEL_DEBUG)$(KERNEL_LEAN),11)
 $(error KERNEL_DEBUG=1 and KERNEL_LEAN=1: one or the other)
 endif
-ifeq ($(KERNEL_LEAN),1)
-export PVRDMA_KERNEL_LEAN := 1
-KDIR_FILE := $(PVRDMA_CACHE)/kernel/current-lean
-MODULE_DIR := $(PVRDMA_CACHE)/module-lean
-RUST_MODULE := $(MODULE_DIR)/drivers/infiniband/hw/pvrdma/pvrdma.ko
-MODULE_COPY := mkdir -p $(MODULE_DIR) && (cd $(TOP) && find Kbuild drivers include -type f \
-	\( -name '*.rs' -o -name '*.c' -o -name '*.h' -o -name Kbuild -o -name Makefile \) | \
-	tar -cf - -T -) | tar -C $(MODULE_DIR) -xf - &&
-else ifeq ($(KERNEL_DEBUG),1)
-export PVRDMA_KERNEL_DEBUG := 1
-KDIR_FILE := $(PVRDMA_CACHE)/kernel/current-debug
-MODULE_DIR := $(PVRDMA_CACHE)/module-debug
+export PVRDMA_KERNEL_DEBUG := $(KERNEL_DEBUG)
+export PVRDMA_KERNEL_LEAN := $(KERNEL_LEAN)
+# debug, lean, or empty for the lab kernel: the suffix of the flavour's tree and module copy.
+KERNEL_FLAVOUR := $(if $(filter 1,$(KERNEL_DEBUG)),debug)$(if $(filter 1,$(KERNEL_LEAN)),lean)
+ifeq ($(KERNEL_FLAVOUR),)
+KDIR_FILE := $(PVRDMA_CACHE)/kernel/current
+RUST_MODULE := $(TOP)/drivers/infiniband/hw/pvrdma/pvrdma.ko
+MODULE_COPY :=
+else
+KDIR_FILE := $(PVRDMA_CACHE)/kernel/current-$(KERNEL_FLAVOUR)
+MODULE_DIR := $(PVRDMA_CACHE)/module-$(KERNEL_FLAVOUR)
 RUST_MODULE := $(MODULE_DIR)/drivers/infiniband/hw/pvrdma/pvrdma.ko
 # (Sources only, with their times, so that make rebuilds what changed.)
 MODULE_COPY := mkdir -p $(MODULE_DIR) && (cd $(TOP) && find Kbuild drivers include -type f \
 	\( -name '*.rs' -o -name '*.c' -o -name '*.h' -o -name Kbuild -o -name Makefile \) | \
 	tar -cf - -T -) | tar -C $(MODULE_DIR) -xf - &&
-else ifeq ($(KERNEL_DEBUG),0)
-KDIR_FILE := $(PVRDMA_CACHE)/kernel/current
-RUST_MODULE := $(TOP)/drivers/infiniband/hw/pvrdma/pvrdma.ko
-MODULE_COPY :=
-else
-$(error KERNEL_DEBUG=$(KERNEL_DEBUG): 0 (the lab kernel) or 1 (the debug kernel))
 endif
 # Every test's time limit is multiplied by TIME_FACTOR (the debug kernel runs the tests
 # about four times slower under TCG; limits of most tests have room for that: Documentation/reliability.md).

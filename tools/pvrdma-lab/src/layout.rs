@@ -41,6 +41,9 @@ pub struct Layout {
     pub results: PathBuf,
     /// The test kernel's build dir.
     pub kernel_dir: PathBuf,
+    /// Whether the test kernel was built with kmemleak (its `.config` says so). A kernel whose
+    /// config cannot be read counts as having it: a leak check that did not run then fails.
+    pub kernel_has_kmemleak: bool,
     /// The kernel image QEMU boots.
     pub bzimage: PathBuf,
     /// The C driver module.
@@ -79,6 +82,10 @@ impl Layout {
             ),
             bzimage: kernel_dir.join("arch/x86/boot/bzImage"),
             c_module: kernel_dir.join("drivers/infiniband/hw/vmw_pvrdma/vmw_pvrdma.ko"),
+            kernel_has_kmemleak: fs::read_to_string(kernel_dir.join(".config"))
+                .map_or(true, |config| {
+                    config_enables(&config, "CONFIG_DEBUG_KMEMLEAK")
+                }),
             kernel_dir,
             rust_module: absolute(
                 &options
@@ -114,15 +121,6 @@ impl Layout {
 }
 
 impl Layout {
-    /// Whether the test kernel was built with kmemleak (its `.config` says so). A kernel whose
-    /// config cannot be read counts as having it: a leak check that did not run then fails.
-    pub fn kernel_has_kmemleak(&self) -> bool {
-        match fs::read_to_string(self.kernel_dir.join(".config")) {
-            Ok(config) => config_enables(&config, "CONFIG_DEBUG_KMEMLEAK"),
-            Err(_) => true,
-        }
-    }
-
     /// The QEMU of a device model.
     pub fn qemu(&self, model: DeviceModel) -> &Path {
         match model {

@@ -114,7 +114,7 @@ pub fn run(
                 side.driver,
                 end,
                 mux_failure.clone(),
-                layout.kernel_has_kmemleak(),
+                layout.kernel_has_kmemleak,
             );
             if side.role == "client" {
                 times = (judged.report.boot_secs, judged.report.test_secs);

@@ -215,7 +215,7 @@ pub fn run(
         driver,
         qemu_end,
         mux_failure,
-        layout.kernel_has_kmemleak(),
+        layout.kernel_has_kmemleak,
     );
     let mut result = outcome(judged.verdict, Some(&judged.report));
     result.reference_bug = judged.reference_bug;

@@ -57,6 +57,11 @@ enum QpRings {
 }
 
 impl QpRings {
+    /// Whether the rings are in the driver's memory (a kernel QP).
+    fn is_kernel(&self) -> bool {
+        matches!(self, QpRings::Kernel { .. })
+    }
+
     /// The page directory the device reads both rings through.
     fn pdir(&self) -> &PageDir {
         match self {
@@ -352,7 +357,7 @@ impl Qp {
         };
         let cqs = (send_cq.handle, recv_cq.handle);
         let port = attr.port_num();
-        let kernel_rings = matches!(rings, QpRings::Kernel { .. });
+        let kernel_rings = rings.is_kernel();
         // Completions name their QP by the low 16 bits of its handle.
         if handle > 0xffff {
             dev_warn!(
@@ -401,12 +406,7 @@ impl Qp {
 
     /// Destroys a QP in the device; its memory goes when the abstraction drops it, after this.
     pub(crate) fn destroy(&self, dev: &rdma::Device<IbDev>) {
-        destroy_in_device(dev, self.handle, self.cqs, self.has_kernel_rings());
-    }
-
-    /// Whether the QP's rings are in the driver's memory (a kernel QP).
-    fn has_kernel_rings(&self) -> bool {
-        matches!(self.rings, QpRings::Kernel { .. })
+        destroy_in_device(dev, self.handle, self.cqs, self.rings.is_kernel());
     }
 
     /// The state as the driver last set or saw it.
@@ -485,7 +485,7 @@ impl Qp {
         if next == QpState::Reset {
             // A QP back in RESET has no work: what it completed before must not be polled as
             // completions of the work posted after it is reused (C's `pvrdma_reset_qp`).
-            flush_cqs(dev, self.handle, self.cqs, self.has_kernel_rings());
+            flush_cqs(dev, self.handle, self.cqs, self.rings.is_kernel());
             reset_rings(self);
         }
         Ok(())
