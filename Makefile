@@ -8,6 +8,7 @@
 #                 unit tests), ending "N passed, N failed"
 #   make qemu     the patched QEMU (tools/qemu/build-qemu; cached)
 #   make stock-qemu  Debian's QEMU 7.2, unpacked into the cache (tools/qemu/fetch-stock-qemu)
+#   make soak     on demand: 1,000 rmmod/insmod cycles with traffic (SOAK_CYCLES=N)
 #   make series   rust/patches against rust/: the series creates exactly those files
 #   make series-build-each  every step of the series builds the kernel crate (slow)
 #
@@ -106,7 +107,7 @@ QEMU_FOR_LAB := $(if $(call uses_patched,$(LAB_MODELS)),qemu) $(if $(call uses_s
 QEMU_FOR_CHECK := $(if $(call uses_patched,$(MODELS)),qemu) $(if $(call uses_stock,$(MODELS)),stock-qemu)
 STOCK_QEMU := $(PVRDMA_CACHE)/qemu/stock/current/bin/qemu-system-x86_64
 
-.PHONY: all deps kernel kernel-clippy qemu stock-qemu tools module module-clippy unit lab check bench fmt clean series series-build-each
+.PHONY: all deps kernel kernel-clippy qemu stock-qemu tools module module-clippy unit lab check bench soak fmt clean series series-build-each
 
 all: kernel qemu stock-qemu tools module
 
@@ -194,6 +195,18 @@ BENCH_MODEL ?= patched
 bench: DRIVERS = c,rust
 bench: kernel tools module $(if $(filter patched,$(BENCH_MODEL)),qemu,stock-qemu)
 	@$(TOP)/tools/lab/bench --reps $(BENCH_REPS) --model $(BENCH_MODEL) --results $(RESULTS)/bench --kernel $(KDIR_FILE)/ --rust-module $(RUST_MODULE) --qemu-stock $(STOCK_QEMU)
+
+# The reload soak (Documentation/reliability.md), on demand: driver_cycles with
+# SOAK_CYCLES rmmod/insmod cycles and an ibv_rc_pingpong --chk after each, on the
+# patched model (SOAK_MODELS) for DRIVERS, one guest per driver at once. Its time limit
+# grows with the cycles (TIME_FACTOR: 900 s per 60 cycles, at most the runner's 20).
+SOAK_CYCLES ?= 1000
+SOAK_MODELS ?= patched
+soak: kernel tools module $(if $(call uses_patched,$(SOAK_MODELS)),qemu) $(if $(call uses_stock,$(SOAK_MODELS)),stock-qemu)
+	@[[ "$(SOAK_CYCLES)" =~ ^[1-9][0-9]*$$ ]] || { echo "SOAK_CYCLES=$(SOAK_CYCLES): a number of cycles" >&2; exit 2; }
+	@$(LAB) run --keep-going --kernel $(KDIR_FILE)/ --models "$(SOAK_MODELS)" --drivers "$(DRIVERS)" --tests driver_cycles --results $(RESULTS)/soak --rust-module $(RUST_MODULE) --qemu-stock $(STOCK_QEMU) \
+		--guest-env "LAB_CYCLES=$(SOAK_CYCLES) LAB_CYCLE_TRAFFIC_EVERY=1 $(LAB_ENV)" \
+		--time-factor $$(( $(SOAK_CYCLES) / 60 + 1 > 20 ? 20 : $(SOAK_CYCLES) / 60 + 1 )) $(if $(JOBS),--jobs $(JOBS))
 
 fmt:
 	cd $(TOP)/tools && $(CARGO) fmt --all

@@ -1,7 +1,11 @@
 #!/bin/sh
-# lab-about: 20 cycles of rmmod / insmod of the driver under test, each waiting for the device, port 1 ACTIVE and the GID of 192.0.2.1, then ibv_devinfo -v (PORT_ACTIVE, GID); no oops, WARN, BUG or lockdep report in dmesg during the cycles, no kmemleak object after them
+# lab-about: 20 cycles of rmmod / insmod of the driver under test, each waiting for the device, port 1 ACTIVE and the GID of 192.0.2.1, then ibv_devinfo -v (PORT_ACTIVE, GID), and every 10th an ibv_rc_pingpong --chk; no oops, WARN, BUG or lockdep report in dmesg during the cycles, no kmemleak object after them
 # lab-timeout: 900
 . "$LAB_DIR/lib.sh"
+
+# The budget (LAB_CYCLES and LAB_CYCLE_TRAFFIC_EVERY on the guest's command line to
+# change it): LAB_CYCLES cycles (20), an ibv_rc_pingpong after every Nth (10; 0: none).
+# `make soak` runs 1,000 cycles with traffic after each (Documentation/reliability.md).
 
 # init.sh loaded the driver (and its dependencies, which stay loaded: only
 # the driver itself is cycled) and waited for its device. Each cycle unloads
@@ -12,6 +16,11 @@
 # kmemleak itself after the last one (leaks of the cycles' remove paths).
 
 cycles=${LAB_CYCLES:-20}
+traffic_every=${LAB_CYCLE_TRAFFIC_EVERY:-10}
+case "$cycles$traffic_every" in
+*[!0-9]*) lab_fail "LAB_CYCLES '$cycles' and LAB_CYCLE_TRAFFIC_EVERY '$traffic_every' must be numbers" ;;
+esac
+[ "$cycles" -ge 1 ] || lab_fail "LAB_CYCLES must be at least 1, not $cycles"
 [ -r "$LAB_MODULE" ] || lab_fail "LAB_MODULE '$LAB_MODULE' is not a readable module (init.sh exports it)"
 [ -n "$LAB_MODULE_NAME" ] || lab_fail "LAB_MODULE_NAME is not set (init.sh exports it)"
 gid=$(lab_ipv4_gid "$LAB_IP")
@@ -46,6 +55,7 @@ now_ms() {
 
 unload_total=0
 load_total=0
+traffic=0
 i=1
 while [ "$i" -le "$cycles" ]; do
 	t0=$(now_ms)
@@ -73,9 +83,20 @@ while [ "$i" -le "$cycles" ]; do
 	lab_expect "$out" "^[[:space:]]+GID\[ *$LAB_GID_INDEX\]:[[:space:]]+$gid, RoCE v1\$" "cycle $i: GID of $LAB_IP"
 	check_dmesg "cycle $i"
 
+	# Traffic through the freshly loaded driver: data checked, then the
+	# next rmmod tears down a device that has carried it.
+	moved=
+	if [ "$traffic_every" -gt 0 ] && [ $((i % traffic_every)) -eq 0 ]; then
+		# (a port of its own per cycle: no wait for the last one's TIME_WAIT)
+		lab_pingpong ibv_rc_pingpong 4096 50 $((18600 + i % 200)) --chk >/dev/null
+		check_dmesg "cycle $i: ibv_rc_pingpong"
+		traffic=$((traffic + 1))
+		moved=", ibv_rc_pingpong --chk ok"
+	fi
+
 	unload_total=$((unload_total + t1 - t0))
 	load_total=$((load_total + t2 - t1))
-	lab_note "cycle $i: ok ($LAB_DEV, GID index $LAB_GID_INDEX; rmmod $((t1 - t0)) ms, insmod to ACTIVE + GID $((t2 - t1)) ms)"
+	lab_note "cycle $i: ok ($LAB_DEV, GID index $LAB_GID_INDEX; rmmod $((t1 - t0)) ms, insmod to ACTIVE + GID $((t2 - t1)) ms$moved)"
 	i=$((i + 1))
 done
 
@@ -94,4 +115,4 @@ else
 	lab_note "no kmemleak in this kernel: leaks not checked here"
 fi
 check_dmesg "after $cycles cycles"
-lab_summary "$cycles rmmod/insmod/ibv_devinfo cycles of $LAB_MODULE_NAME: no kernel report, kmemleak objects: $leaks; mean rmmod $((unload_total / cycles)) ms, insmod to ACTIVE + GID $((load_total / cycles)) ms"
+lab_summary "$cycles rmmod/insmod/ibv_devinfo cycles of $LAB_MODULE_NAME, $traffic with an ibv_rc_pingpong --chk: no kernel report, kmemleak objects: $leaks; mean rmmod $((unload_total / cycles)) ms, insmod to ACTIVE + GID $((load_total / cycles)) ms"
