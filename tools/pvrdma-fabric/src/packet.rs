@@ -28,7 +28,7 @@
 //! | 50 | 1 | `traffic_class` (UD) |
 //! | 51 | 1 | reserved, 0 |
 //! | 52 | 4 | `flow_label` (UD, 20 bits) |
-//! | 56 | 4 | `imm`: immediate data, as posted (network order) |
+//! | 56 | 4 | `imm`: immediate data, as posted (network order); with [`flag::INV`] the key to invalidate |
 //! | 60 | 4 | `qkey` (UD) |
 //! | 64 | 4 | `rkey` (RDMA WRITE, RDMA READ request) |
 //! | 68 | 4 | reserved, 0 |
@@ -137,8 +137,11 @@ pub mod flag {
     pub const IMM: u8 = 1;
     /// The sender asked for a solicited event.
     pub const SOLICITED: u8 = 2;
+    /// SEND with invalidate: `imm` holds the responder's key to invalidate
+    /// (only on [`Op::Send`](super::Op::Send), never with [`IMM`]).
+    pub const INV: u8 = 4;
     /// Every defined flag.
-    pub const ALL: u8 = IMM | SOLICITED;
+    pub const ALL: u8 = IMM | SOLICITED | INV;
 }
 
 /// One packet (see the module documentation for the fields).
@@ -286,6 +289,12 @@ impl Packet {
         if self.flags & !flag::ALL != 0 || self.flow_label > 0xf_ffff {
             return Err(invalid(format!("flags {:#x}", self.flags)));
         }
+        if self.flags & flag::INV != 0 && (op != Op::Send || self.flags & flag::IMM != 0) {
+            return Err(invalid(format!(
+                "invalidate on {op:?} (flags {:#x})",
+                self.flags
+            )));
+        }
         if self.msg_len > MAX_MESSAGE {
             return Err(invalid(format!("message of {} bytes", self.msg_len)));
         }
@@ -375,6 +384,22 @@ mod tests {
     }
 
     #[test]
+    fn send_with_invalidate_round_trips() {
+        let p = Packet {
+            op: Op::Send,
+            flags: flag::INV,
+            imm: 0x0001_2305,
+            rkey: 0,
+            remote_addr: 0,
+            ..sample()
+        };
+        let back = Packet::decode(&p.encode()).unwrap();
+        assert_eq!(back, p);
+        assert_eq!(back.flags & flag::INV, flag::INV);
+        assert_eq!(back.imm, 0x0001_2305);
+    }
+
+    #[test]
     fn refuses_what_does_not_fit() {
         let bad = |f: &dyn Fn(&mut Packet)| {
             let mut p = sample();
@@ -385,6 +410,11 @@ mod tests {
         bad(&|p| p.msg_len = MAX_MESSAGE + 1);
         bad(&|p| p.src_qpn = 1 << 24);
         bad(&|p| p.flags = 0x80);
+        bad(&|p| p.flags = flag::INV); // invalidate on a WRITE
+        bad(&|p| {
+            p.op = Op::Send;
+            p.flags = flag::INV | flag::IMM; // invalidate and immediate at once
+        });
         bad(&|p| p.op = Op::Ack); // an ACK with data
         bad(&|p| p.syndrome = Some(Syndrome::RemoteAccess)); // syndrome on a WRITE
         bad(&|p| {

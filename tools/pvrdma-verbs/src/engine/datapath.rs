@@ -8,6 +8,7 @@
 //! retransmitting, until its retry deadline passes (see [`super::retry`]).
 //! Receives wait in their RQ or SRQ.
 
+use super::fast_reg;
 use super::limits::{mtu_bytes, MAX_INLINE_DATA, MAX_MSG_SZ, PORT_MTU};
 use super::memory::ScatterError;
 use super::retry;
@@ -70,6 +71,8 @@ pub(super) struct RcRequest<'a> {
     /// Message length (an RDMA READ's: bytes asked for).
     pub(super) len: u64,
     pub(super) imm: Option<u32>,
+    /// SEND_WITH_INV: the responder's key to invalidate.
+    pub(super) invalidate: Option<u32>,
     pub(super) solicited: bool,
     pub(super) rkey: u32,
     pub(super) remote_addr: u64,
@@ -187,11 +190,13 @@ impl Engine {
             return Err(libc::EINVAL);
         }
         let opcode_ok = match q.qp_type {
+            _ if fast_reg::is_local(w.opcode) => w.opcode != fast_reg::WR_REG_MR || w.reg.is_some(),
             ffi::IBV_QPT_UD => matches!(w.opcode, ffi::IBV_WR_SEND | ffi::IBV_WR_SEND_WITH_IMM),
             _ => matches!(
                 w.opcode,
                 ffi::IBV_WR_SEND
                     | ffi::IBV_WR_SEND_WITH_IMM
+                    | ffi::IBV_WR_SEND_WITH_INV
                     | ffi::IBV_WR_RDMA_WRITE
                     | ffi::IBV_WR_RDMA_WRITE_WITH_IMM
                     | ffi::IBV_WR_RDMA_READ
@@ -320,6 +325,13 @@ impl Engine {
             attr: q.attr,
         };
         let rc = q.qp_type == ffi::IBV_QPT_RC;
+        if fast_reg::is_local(w.opcode) {
+            // At the head, so nothing posted before it is outstanding.
+            if let Some(o) = self.exec_local(&me, &w) {
+                self.finish_send(s, &w, o);
+            }
+            return true;
+        }
         if rc && self.rc_is_remote(&me) {
             // The queue stays whole: its WRs leave in a window and complete
             // as their answers come.
@@ -467,6 +479,7 @@ impl Engine {
             data: &data,
             len,
             imm: has_imm(w.opcode).then_some(w.imm_data),
+            invalidate: (w.opcode == ffi::IBV_WR_SEND_WITH_INV).then_some(w.imm_data),
             solicited: w.solicited,
             rkey: w.rkey,
             remote_addr: w.remote_addr,
@@ -545,7 +558,19 @@ impl Engine {
             Ok(access)
         };
         match req.opcode {
-            ffi::IBV_WR_SEND | ffi::IBV_WR_SEND_WITH_IMM => {
+            ffi::IBV_WR_SEND | ffi::IBV_WR_SEND_WITH_IMM | ffi::IBV_WR_SEND_WITH_INV => {
+                let mut recv = recv;
+                if let Some(key) = req.invalidate {
+                    // Invalidated as the message is delivered: not before a
+                    // receive is there for it (an RNR NAK changes nothing).
+                    if !self.has_receive(dst) {
+                        return Answer::Rnr;
+                    }
+                    if let Err(e) = self.mrs.invalidate(dst_pd, key) {
+                        return Answer::Nak(ffi::IBV_WC_REM_INV_REQ_ERR, e.vendor_err());
+                    }
+                    (recv.wc_flags, recv.imm_data) = (ffi::IBV_WC_WITH_INV, key);
+                }
                 match self.deliver_receive(dst, req.data, recv) {
                     None => Answer::Rnr,
                     Some(Ok(())) => Answer::Ack,

@@ -18,6 +18,7 @@ pub mod channel;
 pub mod context;
 pub mod cq;
 pub mod datapath;
+pub mod fast_reg;
 pub mod gid;
 pub mod limits;
 pub mod memory;

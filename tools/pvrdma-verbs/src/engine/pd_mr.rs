@@ -33,22 +33,65 @@ pub struct Mr {
     pub length: u64,
     /// `IBV_ACCESS_*`.
     pub access: u32,
-    /// lkey == rkey.
+    /// lkey == rkey: the MR's index in its high 24 bits, a variant (0 until a
+    /// fast registration names another) in the low 8, as InfiniBand keys are.
     pub key: u32,
+    /// A fast-registration MR's state; `None` for an MR registered by `reg_mr`.
+    pub fast_reg: Option<FastReg>,
 }
 
-/// Memory regions, by pointer and by key.
+/// What a fast-registration MR (`alloc_fast_reg_mr`) is: a host range of
+/// fixed size that work requests register (REG_MR) and invalidate
+/// (LOCAL_INV, SEND_WITH_INV) in turn (see [`super::fast_reg`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FastReg {
+    /// Bytes of host memory the MR can cover (its `length` once registered
+    /// is at most this).
+    pub capacity: u64,
+    /// Registered (valid) or free (invalid: no access with any key).
+    pub valid: bool,
+}
+
+impl Mr {
+    /// Whether memory can be reached through this MR's key: always for a
+    /// registered MR, while registered for a fast-registration MR.
+    pub fn usable(&self) -> bool {
+        self.fast_reg.is_none_or(|f| f.valid)
+    }
+}
+
+/// Bits of a key that hold its variant (the low byte, which consumers change
+/// with `ib_inc_rkey()` at each fast registration).
+pub const KEY_VARIANT_MASK: u32 = 0xff;
+
+/// Memory regions, by pointer and by key index.
 #[derive(Default)]
 pub struct MrTable {
     by_ptr: HashMap<Key, Mr>,
-    by_key: HashMap<u32, Key>,
-    last_key: u32,
+    /// By the key's index (`key >> 8`): the variant is checked on lookup.
+    by_index: HashMap<u32, Key>,
+    last_index: u32,
 }
 
 impl MrTable {
-    /// The MR with lkey/rkey `key`.
+    /// The MR memory can be reached through with lkey/rkey `key`: the key's
+    /// index and variant both match, and the MR is not an invalidated (or
+    /// never registered) fast-registration MR.
     pub fn by_key(&self, key: u32) -> Option<&Mr> {
-        self.by_key.get(&key).and_then(|p| self.by_ptr.get(p))
+        self.any_by_key(key).filter(|m| m.key == key && m.usable())
+    }
+
+    /// The MR whose key has `key`'s index, whatever its variant and state.
+    pub(super) fn any_by_key(&self, key: u32) -> Option<&Mr> {
+        self.by_index
+            .get(&(key >> 8))
+            .and_then(|p| self.by_ptr.get(p))
+    }
+
+    /// The MR whose key has `key`'s index, for a change of its registration.
+    pub(super) fn any_by_key_mut(&mut self, key: u32) -> Option<&mut Mr> {
+        let ptr = *self.by_index.get(&(key >> 8))?;
+        self.by_ptr.get_mut(&ptr)
     }
 
     /// The MR at pointer `ptr`.
@@ -66,27 +109,28 @@ impl MrTable {
         self.by_ptr.is_empty()
     }
 
-    /// A key no live MR uses (never 0).
+    /// A key whose index no live MR uses, variant 0 (never 0: QEMU's DMA
+    /// MRs have lkey 0). There are 2^24 - 2 indexes for at most `MAX_MR` MRs.
     fn fresh_key(&mut self) -> u32 {
         loop {
-            self.last_key = self.last_key.wrapping_add(1);
-            if self.last_key != 0
-                && self.last_key != u32::MAX
-                && !self.by_key.contains_key(&self.last_key)
+            self.last_index = (self.last_index + 1) & 0xff_ffff;
+            if self.last_index != 0
+                && self.last_index != 0xff_ffff
+                && !self.by_index.contains_key(&self.last_index)
             {
-                return self.last_key;
+                return self.last_index << 8;
             }
         }
     }
 
     fn insert(&mut self, mr: Mr) {
-        self.by_key.insert(mr.key, mr.obj.key());
+        self.by_index.insert(mr.key >> 8, mr.obj.key());
         self.by_ptr.insert(mr.obj.key(), mr);
     }
 
     fn remove(&mut self, ptr: Key) -> Option<Mr> {
         let mr = self.by_ptr.remove(&ptr)?;
-        self.by_key.remove(&mr.key);
+        self.by_index.remove(&(mr.key >> 8));
         Some(mr)
     }
 
@@ -115,6 +159,17 @@ const SUPPORTED_ACCESS: u32 = ffi::IBV_ACCESS_LOCAL_WRITE
 /// `IBV_ACCESS_OPTIONAL_RANGE`: hints a device may ignore (libibverbs
 /// drops them for providers that do not know them).
 const OPTIONAL_ACCESS: u32 = 0x3ff0_0000;
+
+/// `access` without the optional hints, if a registration may ask for it:
+/// only supported rights, and remote write or atomic only with local write
+/// (the kernel's `ib_check_mr_access()` refuses that with EINVAL).
+pub(super) fn checked_access(access: u32) -> Option<u32> {
+    let access = access & !OPTIONAL_ACCESS;
+    let needs_local = ffi::IBV_ACCESS_REMOTE_WRITE | ffi::IBV_ACCESS_REMOTE_ATOMIC;
+    let ok = access & !SUPPORTED_ACCESS == 0
+        && (access & needs_local == 0 || access & ffi::IBV_ACCESS_LOCAL_WRITE != 0);
+    ok.then_some(access)
+}
 
 impl Engine {
     /// `ibv_alloc_pd`.
@@ -161,16 +216,7 @@ impl Engine {
     ) -> Result<*mut ffi::ibv_mr, i32> {
         let p = self.pds.get(&pd).ok_or(libc::EINVAL)?;
         let (ctx, context, pd_ptr) = (p.ctx, p.obj.get().context, p.obj.as_ptr());
-        let access = access & !OPTIONAL_ACCESS;
-        if access & !SUPPORTED_ACCESS != 0 {
-            return Err(libc::EINVAL);
-        }
-        // Remote write/atomic needs local write (the kernel's
-        // ib_check_mr_access refuses it with EINVAL).
-        let needs_local = ffi::IBV_ACCESS_REMOTE_WRITE | ffi::IBV_ACCESS_REMOTE_ATOMIC;
-        if access & needs_local != 0 && access & ffi::IBV_ACCESS_LOCAL_WRITE == 0 {
-            return Err(libc::EINVAL);
-        }
+        let access = checked_access(access).ok_or(libc::EINVAL)?;
         let len = length as u64;
         if length == 0 || addr == 0 || len > MAX_MR_SIZE {
             return Err(libc::EINVAL);
@@ -202,6 +248,55 @@ impl Engine {
             length: len,
             access,
             key,
+            fast_reg: None,
+        });
+        self.pd_use(pd, 1);
+        Ok(ptr)
+    }
+
+    /// `pvrdma_sw_alloc_fast_reg_mr`: an MR over `[addr, addr+capacity)` of
+    /// this process that no key reaches until a REG_MR work request
+    /// registers it (the device's side of the kernel's `ib_alloc_mr()`).
+    pub fn alloc_fast_reg_mr(
+        &mut self,
+        pd: Key,
+        addr: usize,
+        capacity: usize,
+    ) -> Result<*mut ffi::ibv_mr, i32> {
+        let p = self.pds.get(&pd).ok_or(libc::EINVAL)?;
+        let (ctx, context, pd_ptr) = (p.ctx, p.obj.get().context, p.obj.as_ptr());
+        let cap = capacity as u64;
+        if capacity == 0 || addr == 0 || cap > MAX_MR_SIZE || addr.checked_add(capacity).is_none() {
+            return Err(libc::EINVAL);
+        }
+        if self.mrs.len() >= MAX_MR as usize {
+            return Err(libc::ENOMEM);
+        }
+        let key = self.mrs.fresh_key();
+        let handle = self.new_handle();
+        let obj = CObj::new(ffi::ibv_mr {
+            context,
+            pd: pd_ptr,
+            addr: addr as *mut libc::c_void,
+            length: 0,
+            handle,
+            lkey: key,
+            rkey: key,
+        });
+        let ptr = obj.as_ptr();
+        self.mrs.insert(Mr {
+            obj,
+            ctx,
+            pd,
+            host: addr,
+            iova: 0,
+            length: 0,
+            access: 0,
+            key,
+            fast_reg: Some(FastReg {
+                capacity: cap,
+                valid: false,
+            }),
         });
         self.pd_use(pd, 1);
         Ok(ptr)

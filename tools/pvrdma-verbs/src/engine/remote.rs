@@ -39,6 +39,7 @@ use super::datapath::{
     fail, gid_bytes, has_imm, ok, retry_exceeded, unanswered, Answer, Datagram, Outcome, RcRequest,
     Sender,
 };
+use super::fast_reg;
 use super::retry;
 use super::route::Route;
 use super::wqe::{RemoteWait, SendWqe, UdDest};
@@ -70,6 +71,9 @@ pub struct Inbound {
 /// The `IBV_WR_*` opcode of a request packet.
 fn wr_opcode(p: &Packet) -> u32 {
     let imm = p.flags & flag::IMM != 0;
+    if p.op == Op::Send && p.flags & flag::INV != 0 {
+        return ffi::IBV_WR_SEND_WITH_INV;
+    }
     match (p.op, imm) {
         (Op::Write, false) => ffi::IBV_WR_RDMA_WRITE,
         (Op::Write, true) => ffi::IBV_WR_RDMA_WRITE_WITH_IMM,
@@ -89,6 +93,9 @@ fn request_op(w: &SendWqe) -> (Op, u8) {
     let mut flags = 0;
     if has_imm(w.opcode) {
         flags |= flag::IMM;
+    }
+    if w.opcode == ffi::IBV_WR_SEND_WITH_INV {
+        flags |= flag::INV; // the key travels in `imm`
     }
     if w.solicited {
         flags |= flag::SOLICITED;
@@ -132,6 +139,16 @@ impl Engine {
             let Some(w) = self.qps.get(&s).and_then(|q| q.sq.get(i)).cloned() else {
                 return false;
             };
+            if fast_reg::is_local(w.opcode) {
+                // Executed at the head, and nothing behind it leaves before.
+                if i > 0 {
+                    return false;
+                }
+                return match self.exec_local(me, &w) {
+                    Some(o) => self.finish_head(s, o),
+                    None => false,
+                };
+            }
             let len = w.payload.byte_len();
             if matches!(w.remote, Some(RemoteWait::Sent { .. })) {
                 (count, bytes) = (count + 1, bytes + len);
@@ -448,6 +465,7 @@ impl Engine {
             data,
             len: u64::from(head.msg_len),
             imm: (head.flags & flag::IMM != 0).then_some(head.imm),
+            invalidate: (head.flags & flag::INV != 0).then_some(head.imm),
             solicited: head.flags & flag::SOLICITED != 0,
             rkey: head.rkey,
             remote_addr: head.remote_addr,

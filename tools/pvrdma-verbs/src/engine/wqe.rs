@@ -65,8 +65,12 @@ pub struct SendWqe {
     pub signaled: bool,
     /// `IBV_SEND_SOLICITED`.
     pub solicited: bool,
-    /// Immediate data (network order, as posted).
+    /// Immediate data (network order, as posted), or for LOCAL_INV and
+    /// SEND_WITH_INV the key to invalidate (`invalidate_rkey`, the same
+    /// field of `struct ibv_send_wr`).
     pub imm_data: u32,
+    /// A fast registration's fields ([`super::fast_reg::WR_REG_MR`]).
+    pub reg: Option<super::fast_reg::RegMr>,
     /// Local data.
     pub payload: Payload,
     /// Remote address of an RDMA operation.
@@ -112,6 +116,8 @@ impl SendWqe {
         match self.opcode {
             ffi::IBV_WR_RDMA_WRITE | ffi::IBV_WR_RDMA_WRITE_WITH_IMM => ffi::IBV_WC_RDMA_WRITE,
             ffi::IBV_WR_RDMA_READ => ffi::IBV_WC_RDMA_READ,
+            ffi::IBV_WR_LOCAL_INV => ffi::IBV_WC_LOCAL_INV,
+            super::fast_reg::WR_REG_MR => super::fast_reg::WC_REG_MR,
             _ => ffi::IBV_WC_SEND,
         }
     }

@@ -100,6 +100,30 @@ pub unsafe extern "C" fn ibv_reg_mr_iova2(
     })
 }
 
+/// `pvrdma_sw_alloc_fast_reg_mr`: this device's own verb (libibverbs has no
+/// fast registration): an MR over `[addr, addr+length)` that no key reaches
+/// until a REG_MR work request registers it (`engine::fast_reg`). A device
+/// model finds it with `dlsym()`; freed by `ibv_dereg_mr`. NULL and errno on
+/// failure, like `ibv_reg_mr`.
+///
+/// # Safety
+/// `[addr, addr+length)` stays mapped until `ibv_dereg_mr` (verbs contract).
+#[no_mangle]
+pub unsafe extern "C" fn pvrdma_sw_alloc_fast_reg_mr(
+    pd: *mut ffi::ibv_pd,
+    addr: *mut c_void,
+    length: usize,
+) -> *mut ffi::ibv_mr {
+    guard(std::ptr::null_mut(), || {
+        let r = engine::lock().alloc_fast_reg_mr(pd as usize, addr as usize, length);
+        vlog!(
+            "pvrdma_sw_alloc_fast_reg_mr",
+            "{pd:p} addr={addr:p} len={length:#x} -> {r:?}"
+        );
+        ptr_result(r)
+    })
+}
+
 /// `ibv_dereg_mr`.
 ///
 /// # Safety

@@ -6,6 +6,7 @@
 
 use super::read_sges;
 use crate::engine::datapath::UdTarget;
+use crate::engine::fast_reg::{self, RegMr};
 use crate::engine::limits::MAX_INLINE_DATA;
 use crate::engine::wqe::{Payload, RecvWqe, SendWqe};
 use crate::engine::{self, Engine};
@@ -19,6 +20,9 @@ use crate::log::vlog;
 /// `w.sg_list` holds `w.num_sge` readable SGEs; for an inline send their
 /// addresses are readable for their lengths.
 unsafe fn send_wqe(w: &ffi::ibv_send_wr) -> Result<(SendWqe, usize, UdTarget), i32> {
+    if fast_reg::is_local(w.opcode) && w.num_sge != 0 {
+        return Err(libc::EINVAL); // a local operation moves no data
+    }
     // SAFETY: forwarded from the caller.
     let sges = unsafe { read_sges(w.sg_list, w.num_sge) }?;
     let carries_data = !matches!(w.opcode, ffi::IBV_WR_RDMA_READ);
@@ -46,13 +50,30 @@ unsafe fn send_wqe(w: &ffi::ibv_send_wr) -> Result<(SendWqe, usize, UdTarget), i
     };
     // SAFETY: the unions hold plain integers and pointers; every variant is
     // valid for any bits, and only the one matching the opcode/QP type is used.
-    let (imm_data, rdma, ud) = unsafe { (w.__bindgen_anon_1.imm_data, w.wr.rdma, w.wr.ud) };
+    let (imm_data, rdma, ud, bind) = unsafe {
+        (
+            w.__bindgen_anon_1.imm_data,
+            w.wr.rdma,
+            w.wr.ud,
+            w.__bindgen_anon_2.bind_mw,
+        )
+    };
+    // A fast registration names its MR by pointer: a key into the engine's
+    // table, looked up, never dereferenced. No memory window is involved.
+    let reg = (w.opcode == fast_reg::WR_REG_MR && bind.mw.is_null()).then_some(RegMr {
+        mr: bind.bind_info.mr as usize,
+        key: bind.rkey,
+        iova: bind.bind_info.addr,
+        length: bind.bind_info.length,
+        access: bind.bind_info.mw_access_flags,
+    });
     let wqe = SendWqe {
         wr_id: w.wr_id,
         opcode: w.opcode,
         signaled: w.send_flags & ffi::IBV_SEND_SIGNALED != 0,
         solicited: w.send_flags & ffi::IBV_SEND_SOLICITED != 0,
         imm_data,
+        reg,
         payload,
         remote_addr: rdma.remote_addr,
         rkey: rdma.rkey,
