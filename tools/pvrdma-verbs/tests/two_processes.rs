@@ -3,7 +3,8 @@
 //! real pvrdma-mux, as two QEMU processes are in the lab. Each registers its
 //! GID over the mux's mad socket as QEMU does; the parent then drives RC
 //! SEND (with immediate, several packets long), RDMA WRITE (also a burst in
-//! flight together), RDMA READ, an RNR wait, a remote access error and UD
+//! flight together), RDMA READ, an RNR wait, a fast registration at the
+//! child invalidated by a SEND_WITH_INV, a remote access error and UD
 //! between the two, checks every
 //! byte on both sides, and finally kills the child: a request to it fails
 //! with retry exceeded instead of hanging.
@@ -20,7 +21,9 @@ use pvrdma_fabric::mux_msg::{ErrCode, MsgType, MuxMsg, OpCode, MSG_SIZE};
 use pvrdma_fabric::FABRIC_SOCKET_ENV;
 use pvrdma_mux::log::LogTarget;
 use pvrdma_mux::{Config, Mux};
+use pvrdma_verbs::engine::fast_reg::WR_REG_MR;
 use pvrdma_verbs::exports::ah::*;
+use pvrdma_verbs::exports::pd_mr::pvrdma_sw_alloc_fast_reg_mr;
 use pvrdma_verbs::ffi::*;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
@@ -115,6 +118,9 @@ fn peer() {
         buf.rkey()
     ));
     let mut next_recv = 0usize;
+    // A fast-registration MR, registered on command (`fastreg`).
+    let mut fast_mem = vec![0u8; 4096];
+    let mut fast_key = 0u32;
     for line in std::io::stdin().lock().lines() {
         let line = line.unwrap();
         let w: Vec<&str> = line.split_whitespace().collect();
@@ -148,6 +154,30 @@ fn peer() {
                 }
                 say(format!("polled {}", got.len()));
             }
+            ["fastreg"] => {
+                // SAFETY: `fast_mem` outlives the MR (the device is closed
+                // with the process).
+                let mr = unsafe {
+                    pvrdma_sw_alloc_fast_reg_mr(s.pd, fast_mem.as_mut_ptr().cast(), 4096)
+                };
+                assert!(!mr.is_null());
+                // SAFETY: a live MR of this process.
+                fast_key = (unsafe { (*mr).rkey } & !0xff) | 0x17;
+                let mut wr = send_wr(900, &mut [], WR_REG_MR, IBV_SEND_SIGNALED);
+                wr.sg_list = null_mut();
+                wr.__bindgen_anon_2.bind_mw.rkey = fast_key;
+                wr.__bindgen_anon_2.bind_mw.bind_info = ibv_mw_bind_info {
+                    mr,
+                    addr: 0x5000,
+                    length: 4096,
+                    mw_access_flags: RW,
+                };
+                assert_eq!(post_send(rc, &mut wr).0, 0);
+                let wc = wait_one(s.cq);
+                assert_eq!((wc.wr_id, wc.status), (900, IBV_WC_SUCCESS));
+                say(format!("fastreg {fast_key}"));
+            }
+            ["fastsum"] => say(format!("sum {}", fnv(&fast_mem[..64]))),
             ["sum", off, len] => {
                 let (off, len): (usize, usize) = (off.parse().unwrap(), len.parse().unwrap());
                 say(format!("sum {}", fnv(&buf.mem[off..off + len])));
@@ -157,6 +187,7 @@ fn peer() {
         }
     }
     buf.mem[0] = 0; // keep `buf` (and its MR) alive until here
+    assert!(fast_key == 0 || fast_mem.len() == 4096);
 }
 
 /// The parent's handle on the child.
@@ -429,11 +460,47 @@ fn rc_and_ud_between_two_processes() {
     let flags = u64::from(IBV_WC_GRH | IBV_WC_WITH_IMM);
     assert_eq!(got[0][..6], [0, recv, 1040, 77, flags, u64::from(qpn(ud))]);
 
-    // A WRITE with a key the peer does not have: remote access error.
+    // Fast registration at the peer: a WRITE reaches its new key; then a
+    // SEND_WITH_INV of that key invalidates it as the peer receives.
+    let fast_key: u32 = peer.ask("fastreg")["fastreg ".len()..].parse().unwrap();
+    let mut sge = [src.sge(100, 64)];
+    let mut wr = send_wr(60, &mut sge, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED);
+    wr.wr.rdma.remote_addr = 0x5000;
+    wr.wr.rdma.rkey = fast_key;
+    assert_eq!(post_send(rc, &mut wr).0, 0);
+    assert_eq!(wait_one(s.cq).status, IBV_WC_SUCCESS);
+    assert_eq!(
+        peer.ask("fastsum"),
+        format!("sum {}", fnv(&src.mem[100..164]))
+    );
+    assert_eq!(peer.ask("recv rc 1"), "ok");
+    let mut sge = [src.sge(0, 32)];
+    let mut wr = send_wr(61, &mut sge, IBV_WR_SEND_WITH_INV, IBV_SEND_SIGNALED);
+    wr.__bindgen_anon_1.invalidate_rkey = fast_key;
+    assert_eq!(post_send(rc, &mut wr).0, 0);
+    let wc = wait_one(s.cq);
+    assert_eq!((wc.wr_id, wc.status), (61, IBV_WC_SUCCESS));
+    let got = peer.poll(1);
+    assert_eq!(got.len(), 1);
+    let flags = u64::from(IBV_WC_WITH_INV);
+    let from = u64::from(qpn(rc));
+    let expect = [
+        0,
+        recv,
+        32,
+        u64::from(fast_key),
+        flags,
+        from,
+        fnv(&src.mem[..32]),
+    ];
+    assert_eq!(got[0], expect, "the receive names the key it invalidated");
+
+    // A WRITE with a key the peer does not have (any more: invalidated just
+    // above): remote access error.
     let mut sge = [src.sge(0, 16)];
     let mut wr = send_wr(7, &mut sge, IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED);
-    wr.wr.rdma.remote_addr = b_addr;
-    wr.wr.rdma.rkey = b_rkey ^ 0x5a5a;
+    wr.wr.rdma.remote_addr = 0x5000;
+    wr.wr.rdma.rkey = fast_key;
     assert_eq!(post_send(rc, &mut wr).0, 0);
     let wc = wait_one(s.cq);
     assert_eq!((wc.wr_id, wc.status), (7, IBV_WC_REM_ACCESS_ERR));
