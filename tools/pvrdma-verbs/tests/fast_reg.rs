@@ -86,7 +86,21 @@ fn inc(key: u32) -> u32 {
 
 /// A REG_MR work request: `mr` under `key` at `[iova, iova+len)`.
 fn reg_wr(wr_id: u64, mr: *mut ibv_mr, key: u32, iova: u64, len: u64, access: u32) -> ibv_send_wr {
+    reg_wr_at(wr_id, mr, key, iova, 0, len, access)
+}
+
+/// A REG_MR work request whose range starts `offset` bytes into the MR.
+fn reg_wr_at(
+    wr_id: u64,
+    mr: *mut ibv_mr,
+    key: u32,
+    iova: u64,
+    offset: u64,
+    len: u64,
+    access: u32,
+) -> ibv_send_wr {
     let mut w = send_wr(wr_id, &mut [], WR_REG_MR, IBV_SEND_SIGNALED);
+    w.wr.rdma.remote_addr = offset;
     w.sg_list = null_mut();
     // The bind_mw member of the WR's union: what the device reads for this
     // opcode.
@@ -218,6 +232,21 @@ fn local_invalidate_frees_the_key_and_a_new_variant_registers_again() {
     let mut w = reg_wr(6, fmr.mr, key2, 0x9000, 2048, IBV_ACCESS_REMOTE_READ);
     assert_eq!(run(&p, p.b, &mut w)[0].status, IBV_WC_SUCCESS);
     assert_eq!(write(&p, &src, 0x9000, 32, key2), IBV_WC_REM_ACCESS_ERR);
+    p.reconnect();
+    let mut inv = inv_wr(7, &mut [], IBV_WR_LOCAL_INV, key2);
+    assert_eq!(run(&p, p.b, &mut inv)[0].status, IBV_WC_SUCCESS);
+
+    // A range that starts inside the host range (a first page's offset):
+    // iova 0x20 is byte 0x120 of the buffer; offset + length past the
+    // capacity is refused.
+    let key3 = inc(key2);
+    let mut past = reg_wr_at(8, fmr.mr, key3, 0x20, 0x100, 4096 - 0xff, RW);
+    assert_eq!(run(&p, p.b, &mut past)[0].status, IBV_WC_MW_BIND_ERR);
+    p.reconnect();
+    let mut w = reg_wr_at(9, fmr.mr, key3, 0x20, 0x100, 0x200, RW);
+    assert_eq!(run(&p, p.b, &mut w)[0].status, IBV_WC_SUCCESS);
+    assert_eq!(write(&p, &src, 0x20, 32, key3), IBV_WC_SUCCESS);
+    assert_eq!(&fmr.mem[0x100..0x120], &src.mem[..]);
 }
 
 #[test]

@@ -11,8 +11,10 @@
 //! - [`WR_REG_MR`] (this device's own opcode): `bind_mw.bind_info.mr` the MR,
 //!   `bind_mw.rkey` its new key (the MR's index, the guest's variant byte),
 //!   `bind_info.addr` and `.length` the iova range, `.mw_access_flags` the
-//!   access rights; `bind_mw.mw` NULL. The MR must be free (invalid), of the
-//!   QP's PD, and the range at most its capacity.
+//!   access rights; `wr.rdma.remote_addr` how many bytes into the MR's host
+//!   range the iova range starts (a first page's offset); `bind_mw.mw` NULL.
+//!   The MR must be free (invalid), of the QP's PD, and offset plus length at
+//!   most its capacity.
 //! - `IBV_WR_LOCAL_INV` with `invalidate_rkey`: the MR with that exact key,
 //!   of the QP's PD, registered, becomes free.
 //! - `IBV_WR_SEND_WITH_INV` with `invalidate_rkey`: a SEND whose responder
@@ -49,6 +51,8 @@ pub struct RegMr {
     pub key: u32,
     /// First byte of the registered range, in its iova space.
     pub iova: u64,
+    /// Where that byte is: this many bytes into the MR's host range.
+    pub offset: u64,
     /// Length of the range.
     pub length: u64,
     /// `IBV_ACCESS_*`.
@@ -76,11 +80,13 @@ impl MrTable {
         if fr.valid || reg.key & !KEY_VARIANT_MASK != mr.key & !KEY_VARIANT_MASK {
             return Err(MemError::BadKey);
         }
-        if reg.length > fr.capacity {
+        let in_range = reg.offset.checked_add(reg.length);
+        if in_range.is_none_or(|end| end > fr.capacity) {
             return Err(MemError::Bounds);
         }
+        let host = fr.base + reg.offset as usize; // within the range: checked above
         let m = self.any_by_key_mut(reg.key).ok_or(MemError::BadKey)?;
-        (m.key, m.iova, m.length, m.access) = (reg.key, reg.iova, reg.length, access);
+        (m.key, m.host, m.iova, m.length, m.access) = (reg.key, host, reg.iova, reg.length, access);
         m.fast_reg = Some(super::pd_mr::FastReg { valid: true, ..fr });
         let (key, length) = (reg.key, reg.length as usize);
         m.obj

@@ -45,8 +45,11 @@ pub struct Mr {
 /// (LOCAL_INV, SEND_WITH_INV) in turn (see [`super::fast_reg`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FastReg {
-    /// Bytes of host memory the MR can cover (its `length` once registered
-    /// is at most this).
+    /// First byte of the host range (a registration's `host` lies
+    /// `offset` bytes into it).
+    pub base: usize,
+    /// Bytes of host memory the MR can cover (a registration's `offset +
+    /// length` is at most this).
     pub capacity: u64,
     /// Registered (valid) or free (invalid: no access with any key).
     pub valid: bool,
@@ -294,6 +297,7 @@ impl Engine {
             access: 0,
             key,
             fast_reg: Some(FastReg {
+                base: addr,
                 capacity: cap,
                 valid: false,
             }),

@@ -64,6 +64,7 @@ unsafe fn send_wqe(w: &ffi::ibv_send_wr) -> Result<(SendWqe, usize, UdTarget), i
         mr: bind.bind_info.mr as usize,
         key: bind.rkey,
         iova: bind.bind_info.addr,
+        offset: rdma.remote_addr,
         length: bind.bind_info.length,
         access: bind.bind_info.mw_access_flags,
     });
