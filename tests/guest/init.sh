@@ -196,7 +196,8 @@ for arg in $lab_cmdline; do
 		;;
 	esac
 done
-export LAB_MODEL LAB_DRIVER
+# (LAB_KDIR: tests that load the kernel's own modules use modules.sh with it)
+export LAB_MODEL LAB_DRIVER LAB_KDIR
 log "model=$LAB_MODEL driver=$LAB_DRIVER module=$LAB_MODULE test=$LAB_TEST timeout=${LAB_TIMEOUT}s"
 case "$LAB_TEST" in
 "" | *[!A-Za-z0-9_-]*) setup_failed "bad test name '$LAB_TEST' on the kernel command line" ;;

@@ -614,7 +614,14 @@ impl Engine {
                 if let Err(e) = self.mrs.check_remote(rkey, dst_pd, addr, req.len, access) {
                     return Answer::Nak(ffi::IBV_WC_REM_ACCESS_ERR, e.vendor_err());
                 }
-                Answer::ReadData(self.mrs.read_remote(rkey, addr, req.len))
+                let data = self.mrs.read_remote(rkey, addr, req.len);
+                crate::log::vlog!(
+                    "rdma_read",
+                    "rkey={rkey:#x} addr={addr:#x} len={} first={:02x?}",
+                    req.len,
+                    &data[..data.len().min(16)]
+                );
+                Answer::ReadData(data)
             }
             _ => Answer::Nak(ffi::IBV_WC_REM_INV_REQ_ERR, vendor_err::RESPONDER_ERROR),
         }

@@ -121,11 +121,12 @@ impl Engine {
         };
         crate::log::vlog!(
             "fast_reg",
-            "qp_num={:#x} wr_id={:#x} opcode={:#x} key={:#x} -> {result:?}",
+            "qp_num={:#x} wr_id={:#x} opcode={:#x} key={:#x} {:?} -> {result:?}",
             me.qpn,
             w.wr_id,
             w.opcode,
-            w.reg.map_or(w.imm_data, |r| r.key)
+            w.reg.map_or(w.imm_data, |r| r.key),
+            w.reg.map(|r| (r.iova, r.offset, r.length, r.access))
         );
         match result {
             Ok(()) => ok(0),
