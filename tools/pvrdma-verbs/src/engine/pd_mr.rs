@@ -217,44 +217,8 @@ impl Engine {
         iova: u64,
         access: u32,
     ) -> Result<*mut ffi::ibv_mr, i32> {
-        let p = self.pds.get(&pd).ok_or(libc::EINVAL)?;
-        let (ctx, context, pd_ptr) = (p.ctx, p.obj.get().context, p.obj.as_ptr());
         let access = checked_access(access).ok_or(libc::EINVAL)?;
-        let len = length as u64;
-        if length == 0 || addr == 0 || len > MAX_MR_SIZE {
-            return Err(libc::EINVAL);
-        }
-        if addr.checked_add(length).is_none() || iova.checked_add(len).is_none() {
-            return Err(libc::EINVAL);
-        }
-        if self.mrs.len() >= MAX_MR as usize {
-            return Err(libc::ENOMEM);
-        }
-        let key = self.mrs.fresh_key();
-        let handle = self.new_handle();
-        let obj = CObj::new(ffi::ibv_mr {
-            context,
-            pd: pd_ptr,
-            addr: addr as *mut libc::c_void,
-            length,
-            handle,
-            lkey: key,
-            rkey: key,
-        });
-        let ptr = obj.as_ptr();
-        self.mrs.insert(Mr {
-            obj,
-            ctx,
-            pd,
-            host: addr,
-            iova,
-            length: len,
-            access,
-            key,
-            fast_reg: None,
-        });
-        self.pd_use(pd, 1);
-        Ok(ptr)
+        self.new_mr(pd, addr, length, iova, access, false)
     }
 
     /// `pvrdma_sw_alloc_fast_reg_mr`: an MR over `[addr, addr+capacity)` of
@@ -266,22 +230,42 @@ impl Engine {
         addr: usize,
         capacity: usize,
     ) -> Result<*mut ffi::ibv_mr, i32> {
+        self.new_mr(pd, addr, capacity, 0, 0, true)
+    }
+
+    /// Enters an MR of `pd` over `[addr, addr+length)` of this process:
+    /// registered at `iova` with `access`, or (`fast_reg`) free, its range
+    /// the most a fast registration may cover.
+    fn new_mr(
+        &mut self,
+        pd: Key,
+        addr: usize,
+        length: usize,
+        iova: u64,
+        access: u32,
+        fast_reg: bool,
+    ) -> Result<*mut ffi::ibv_mr, i32> {
         let p = self.pds.get(&pd).ok_or(libc::EINVAL)?;
         let (ctx, context, pd_ptr) = (p.ctx, p.obj.get().context, p.obj.as_ptr());
-        let cap = capacity as u64;
-        if capacity == 0 || addr == 0 || cap > MAX_MR_SIZE || addr.checked_add(capacity).is_none() {
+        let len = length as u64;
+        if length == 0 || addr == 0 || len > MAX_MR_SIZE {
+            return Err(libc::EINVAL);
+        }
+        if addr.checked_add(length).is_none() || iova.checked_add(len).is_none() {
             return Err(libc::EINVAL);
         }
         if self.mrs.len() >= MAX_MR as usize {
             return Err(libc::ENOMEM);
         }
+        // A free fast-registration MR covers nothing yet.
+        let registered = if fast_reg { 0 } else { length };
         let key = self.mrs.fresh_key();
         let handle = self.new_handle();
         let obj = CObj::new(ffi::ibv_mr {
             context,
             pd: pd_ptr,
             addr: addr as *mut libc::c_void,
-            length: 0,
+            length: registered,
             handle,
             lkey: key,
             rkey: key,
@@ -292,13 +276,13 @@ impl Engine {
             ctx,
             pd,
             host: addr,
-            iova: 0,
-            length: 0,
-            access: 0,
+            iova,
+            length: registered as u64,
+            access,
             key,
-            fast_reg: Some(FastReg {
+            fast_reg: fast_reg.then_some(FastReg {
                 base: addr,
-                capacity: cap,
+                capacity: len,
                 valid: false,
             }),
         });
