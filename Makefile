@@ -192,9 +192,11 @@ check: kernel tools module $(QEMU_FOR_CHECK)
 # lean kernel (KERNEL_LEAN=1) unless KERNEL_LEAN=0 or KERNEL_DEBUG=1 is given.
 BENCH_REPS ?= 10
 BENCH_MODEL ?= patched
+# BENCH_TESTS: a subset of the benchmark's tests (tools/lab/bench --tests); empty: all.
+BENCH_TESTS ?=
 bench: DRIVERS = c,rust
 bench: kernel tools module $(if $(filter patched,$(BENCH_MODEL)),qemu,stock-qemu)
-	@$(TOP)/tools/lab/bench --reps $(BENCH_REPS) --model $(BENCH_MODEL) --results $(RESULTS)/bench --kernel $(KDIR_FILE)/ --rust-module $(RUST_MODULE) --qemu-stock $(STOCK_QEMU)
+	@$(TOP)/tools/lab/bench --reps $(BENCH_REPS) --model $(BENCH_MODEL) $(if $(BENCH_TESTS),--tests $(BENCH_TESTS)) --results $(RESULTS)/bench --kernel $(KDIR_FILE)/ --rust-module $(RUST_MODULE) --qemu-stock $(STOCK_QEMU)
 
 # The reload soak (Documentation/reliability.md), on demand: driver_cycles with
 # SOAK_CYCLES rmmod/insmod cycles and an ibv_rc_pingpong --chk after each, on the

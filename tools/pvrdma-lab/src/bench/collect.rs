@@ -184,6 +184,8 @@ fn test_figures(test: &str, dir: &Path) -> Figures {
         figures::resources_log(&text(&dir.join("verbs_resources.log")))
     } else if test == "ibv_rc_pingpong_events" {
         figures::pingpong_notes(&text(&dir.join("notes.txt")))
+    } else if test == "nvme_fio" {
+        figures::fio_notes(&text(&dir.join("notes.txt")))
     } else {
         Figures::new()
     }

@@ -10,7 +10,9 @@
 //!   phase's time: `ok: round 1: 256 CQs of 8 entries created (170 ms)`;
 //! - `ibv_rc_pingpong_events`' `notes.txt`, one line per message size
 //!   (`lab_pingpong`):
-//!   `ibv_rc_pingpong -s 1 -n 500 --chk -e: ok, 500 iters in 2.64 seconds = 5287.45 usec/iter`.
+//!   `ibv_rc_pingpong -s 1 -n 500 --chk -e: ok, 500 iters in 2.64 seconds = 5287.45 usec/iter`;
+//! - `nvme_fio`'s `notes.txt`, one line per fio job (`tests/guest/tests/nvme_fio.sh`):
+//!   `fio seq write 128k qd16: 41.23 MB/s, 314 IOPS`.
 
 use std::collections::BTreeMap;
 
@@ -74,13 +76,16 @@ pub enum Metric {
     EventRoundTrip(u32),
     /// A verbs_resources phase, its times summed over the rounds (ms).
     Phase(Phase),
+    /// An fio job's throughput over NVMe/RDMA (MB/s), by the job's name: the
+    /// kernel data path (nvme-rdma and nvmet-rdma posting through the driver).
+    Storage(String),
 }
 
 impl Metric {
     /// The unit of the metric's figures.
     pub fn unit(&self) -> &'static str {
         match self {
-            Metric::Bandwidth(_) => "MB/s",
+            Metric::Bandwidth(_) | Metric::Storage(_) => "MB/s",
             Metric::Latency(_) | Metric::EventRoundTrip(_) => "µs",
             Metric::Phase(_) => "ms",
         }
@@ -88,7 +93,7 @@ impl Metric {
 
     /// Whether a larger figure is better: bandwidths are, times are not.
     pub fn higher_is_better(&self) -> bool {
-        matches!(self, Metric::Bandwidth(_))
+        matches!(self, Metric::Bandwidth(_) | Metric::Storage(_))
     }
 
     /// The row's name in the report.
@@ -103,6 +108,7 @@ impl Metric {
                 )
             }
             Metric::Phase(phase) => format!("{} ({}, all rounds)", phase.about(), self.unit()),
+            Metric::Storage(job) => format!("fio NVMe/RDMA {job} ({})", self.unit()),
         }
     }
 }
@@ -178,6 +184,22 @@ pub fn pingpong_note(line: &str) -> Option<(Metric, f64)> {
 /// The figures of `ibv_rc_pingpong_events`' `notes.txt`.
 pub fn pingpong_notes(text: &str) -> Figures {
     text.lines().filter_map(pingpong_note).collect()
+}
+
+/// The figure of one line of `nvme_fio`'s `notes.txt`: a job's name and its
+/// throughput, `fio <job>: <MB/s> MB/s, <IOPS> IOPS`.
+pub fn fio_note(line: &str) -> Option<(Metric, f64)> {
+    let (job, rest) = line.strip_prefix("fio ")?.split_once(": ")?;
+    if job.is_empty() || !job.chars().all(|c| c.is_ascii_alphanumeric() || c == ' ') {
+        return None;
+    }
+    let (number, _) = rest.split_once(" MB/s, ")?;
+    Some((Metric::Storage(job.to_string()), value(number)?))
+}
+
+/// The figures of `nvme_fio`'s `notes.txt`.
+pub fn fio_notes(text: &str) -> Figures {
+    text.lines().filter_map(fio_note).collect()
 }
 
 /// The phase and milliseconds of one line of `verbs_resources.log`: a line
@@ -276,6 +298,23 @@ ibv_rc_pingpong -s x -n 500 -e: ok, 500 iters in 1 seconds = 2.0 usec/iter
             figures.get(&Metric::Latency("ib_write_lat".into())),
             Some(&1008.5)
         );
+    }
+
+    #[test]
+    fn fio_lines() {
+        let text = "fio seq write 128k qd16: 41.23 MB/s, 314 IOPS
+fio rand read 4k qd32: 9.80 MB/s, 2392 IOPS
+fio broken: MB/s
+fio x: -1 MB/s, 2 IOPS
+connected: /dev/nvme0n1
+";
+        let figures = fio_notes(text);
+        assert_eq!(figures.len(), 2, "{figures:?}");
+        let write = Metric::Storage("seq write 128k qd16".into());
+        assert_eq!(figures[&write], 41.23);
+        assert_eq!(figures[&Metric::Storage("rand read 4k qd32".into())], 9.80);
+        assert!(write.higher_is_better());
+        assert_eq!(write.label(), "fio NVMe/RDMA seq write 128k qd16 (MB/s)");
     }
 
     /// The `ok:` lines verbs_resources.c prints, two rounds, with the lines
