@@ -118,6 +118,33 @@ pub const NOT_APPLICABLE: &[NotApplicable] = &[
     },
     NotApplicable {
         model: DeviceModel::Stock,
+        test: "nfs_rdma",
+        reason: "NFS over RDMA needs fast registration (xprtrdma registers every transfer with \
+                 FRWR and refuses a device without memory management extensions) and a DMA MR \
+                 for svcrdma's READs and WRITEs: QEMU 7.2's pvrdma has neither (QEMU patches 19 \
+                 and 20 add them to the patched model)",
+        issue: "issue 13",
+    },
+    NotApplicable {
+        model: DeviceModel::Stock,
+        test: "nvme_fio",
+        reason: "fio runs over NVMe/RDMA, which needs fast registration and a DMA MR the guest's \
+                 kernel can address its buffers with: QEMU 7.2's pvrdma reports no memory \
+                 management extensions (nvme-rdma refuses the device) and has neither (QEMU \
+                 patches 19 and 20 add them to the patched model)",
+        issue: "issue 13",
+    },
+    NotApplicable {
+        model: DeviceModel::Stock,
+        test: "two_guests_nvme",
+        reason: "NVMe over RDMA needs fast registration and a DMA MR the guest's kernel can \
+                 address its buffers with: QEMU 7.2's pvrdma reports no memory management \
+                 extensions (nvme-rdma refuses the device) and has neither (QEMU patches 19 and \
+                 20 add them to the patched model)",
+        issue: "issue 13",
+    },
+    NotApplicable {
+        model: DeviceModel::Stock,
         test: "rping",
         reason: "rping needs RDMA READ/WRITE and CQ events; QEMU 7.2's pvrdma reports \
                  max_qp_rd_atom = 0 (rdma_connect: Invalid argument, then the client hangs), \
