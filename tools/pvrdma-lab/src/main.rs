@@ -298,12 +298,20 @@ impl Run<'_> {
         };
         let mut result =
             known::tap_result(self.model, self.driver, &self.test.name, outcome.verdict);
-        if let (Some(bug), TapResult::Pass) = (outcome.reference_bug, &result) {
+        if !outcome.reference_bugs.is_empty() && result == TapResult::Pass {
+            let causes: Vec<String> = outcome
+                .reference_bugs
+                .iter()
+                .map(|bug| {
+                    format!(
+                        "{}, its kernel report set aside: {}",
+                        bug.owner.describe(),
+                        bug.cause
+                    )
+                })
+                .collect();
             result = TapResult::Todo {
-                cause: format!(
-                    "known bug of the reference C driver, its kernel report set aside: {}",
-                    bug.cause
-                ),
+                cause: causes.join("; "),
                 passed: false,
             };
         }

@@ -24,6 +24,7 @@ use crate::kernel_log;
 use crate::layout::Layout;
 use crate::model::DeviceModel;
 use crate::qemu::{Guest, Link};
+use crate::reference_bugs::ReferenceBug;
 use crate::run_error::RunError;
 use crate::session::{self, Outcome, SocketDir, GUEST_OVERHEAD_SECS, KILL_MARKER, MUX_GRACE};
 use crate::verdict::{QemuEnd, Verdict};
@@ -89,7 +90,7 @@ pub fn run(
         test_secs: None,
         wall: started.elapsed(),
         notes: Vec::new(),
-        reference_bug: None,
+        reference_bugs: Vec::new(),
     };
     let result = run_sides(layout, model, &sides, test, dir);
     let (ends, mux_failure) = match result {
@@ -101,7 +102,7 @@ pub fn run(
     // The pair passes when both guests pass; the first failure is the cause.
     let mut verdict = Verdict::Pass;
     let mut notes = Vec::new();
-    let mut reference_bug = None;
+    let mut reference_bugs: Vec<&'static ReferenceBug> = Vec::new();
     let mut times = (None, None);
     for (side, end) in sides.iter().zip(ends) {
         let side_dir = dir.join(&side.name);
@@ -119,7 +120,11 @@ pub fn run(
             if side.role == "client" {
                 times = (judged.report.boot_secs, judged.report.test_secs);
             }
-            reference_bug = reference_bug.or(judged.reference_bug);
+            for bug in judged.reference_bugs {
+                if !reference_bugs.iter().any(|b| core::ptr::eq(*b, bug)) {
+                    reference_bugs.push(bug);
+                }
+            }
             (judged.verdict, judged.report.notes)
         };
         let who = format!("{} ({})", side.name, side.driver.name());
@@ -148,7 +153,7 @@ pub fn run(
         test_secs: times.1,
         wall: started.elapsed(),
         notes,
-        reference_bug,
+        reference_bugs,
     })
 }
 
@@ -188,7 +193,7 @@ fn run_sides(
     let sockets = SocketDir::create()?;
     let (mad_socket, fabric_socket) = sockets.mux_sockets();
     let link_socket = sockets.0.join("link.sock");
-    let mut mux = session::start_mux(layout, &sockets, dir)?;
+    let mut mux = session::start_mux(layout, &sockets, dir, test)?;
     let qemu = layout.qemu(model);
     let started = Instant::now();
     let limit_secs = test.timeout_secs + GUEST_OVERHEAD_SECS * sides.len() as u64;

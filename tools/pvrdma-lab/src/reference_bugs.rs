@@ -1,23 +1,48 @@
-//! Known kernel reports of the reference C driver (vmw_pvrdma) itself.
+//! Known kernel reports that are not the Rust driver's: bugs of the reference C
+//! driver (vmw_pvrdma) itself, and bugs of the kernel outside both drivers that
+//! the debug kernel's checkers expose on paths the tests take.
 //!
-//! The runner fails a test on any kernel report. The one exception is a bug of
-//! the C driver that the lab's tests can trigger but no device model causes.
+//! The runner fails a test on any kernel report. The exceptions are such known
+//! bugs: a bug of the C driver that the lab's tests can trigger but no device
+//! model causes (set aside for the C driver only), and a bug of another part of
+//! the kernel (set aside for either driver, named as such).
 //! The guest's dmesg is cut into reports (a report's first line, its header,
 //! its call trace); a report is the bug's when it has one of the forms the bug
 //! is known to produce: every line of the form's message in the report's
 //! header, and the form's frames consecutive in its call trace. When every
-//! kernel problem of a C-driver run lies in such a report, the problems are set
-//! aside, the test is judged on the rest, and its TAP line says `# TODO` with
-//! the bug's cause. A problem outside such a report (another report, a second
-//! report elsewhere in the log, a kmemleak finding, a taint but the W of a known
-//! WARN), or any report with the Rust driver, is still a failure.
+//! kernel problem of a run lies in such reports, the problems are set aside,
+//! the test is judged on the rest, and its TAP line says `# TODO` with the
+//! bugs' causes. A problem outside such a report (another report, a kmemleak
+//! finding, a taint but the W of a known WARN), or a C-driver bug's report with
+//! the Rust driver, is still a failure.
 
 use crate::cli::Driver;
 use crate::kernel_log::{kernel_message, Problem};
 
-/// A bug of the C driver whose kernel reports the lab recognises.
+/// Whose bug a known report is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Owner {
+    /// The reference C driver's: set aside for the C driver only.
+    CDriver,
+    /// The kernel's, outside both drivers: set aside for either.
+    Kernel,
+}
+
+impl Owner {
+    /// Whose bug it is, for the TAP line.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Owner::CDriver => "known bug of the reference C driver",
+            Owner::Kernel => "known bug of the kernel outside the drivers",
+        }
+    }
+}
+
+/// A bug whose kernel reports the lab recognises.
 #[derive(Debug)]
 pub struct ReferenceBug {
+    /// Whose it is.
+    pub owner: Owner,
     /// What happens.
     pub cause: &'static str,
     /// The shapes its report takes; a report is the bug's if it has one of them.
@@ -38,6 +63,7 @@ pub struct ReportForm {
 /// The known bugs.
 pub const REFERENCE_BUGS: &[ReferenceBug] = &[
     ReferenceBug {
+        owner: Owner::CDriver,
         cause: "vmw_pvrdma's pvrdma_cmd_post() re-initialises its command completion for every \
             command but does not wait for the completion interrupt of commands without a \
             response (destroys), so the interrupt of one can complete() while the next one's \
@@ -87,6 +113,7 @@ pub const REFERENCE_BUGS: &[ReferenceBug] = &[
         ],
     },
     ReferenceBug {
+        owner: Owner::CDriver,
         cause: "vmw_pvrdma's pvrdma_create_cq() keeps the CQ size a user asks for in an int and \
             rounds it up to a power of two before checking it: a size of 2^31 or more is \
             negative, roundup_pow_of_two() of it shifts by 64 (undefined behaviour, UBSAN's \
@@ -99,6 +126,23 @@ pub const REFERENCE_BUGS: &[ReferenceBug] = &[
                 "__ubsan_handle_shift_out_of_bounds+",
                 "pvrdma_create_cq+ [vmw_pvrdma]",
             ],
+        }],
+    },
+    ReferenceBug {
+        owner: Owner::Kernel,
+        cause: "the block layer frees a disk while its queue/ kobject's release may still be \
+            pending: disk_release() puts disk->queue_kobj and frees the disk right after \
+            (bdev_drop -> bdev_free_inode), which is fine when the release runs at once (it does \
+            nothing), but with CONFIG_DEBUG_KOBJECT_RELEASE (the debug kernel) the release is \
+            delayed by a timer inside the freed disk: ODEBUG's 'free active ... timer_list hint: \
+            kobject_delayed_cleanup' WARN when an NVMe namespace's disk goes away (nvme \
+            disconnect), with either driver; block/genhd.c, Linux 7.3",
+        forms: &[ReportForm {
+            header: &[
+                &["ODEBUG: free active "],
+                &["object type: timer_list hint: kobject_delayed_cleanup"],
+            ],
+            frames: &["debug_check_no_obj_freed+", "kfree+", "bdev_free_inode+"],
         }],
     },
 ];
@@ -261,38 +305,53 @@ fn is_device_message(message: &str) -> bool {
     !driver.is_empty() && !driver.ends_with(':') && address.len() == 12 && shape
 }
 
-/// If `driver` is the C driver and every one of `problems` lies in a report of
-/// one of `logs` (the saved dmesg, the console) that has the form of one known
-/// bug, that bug. Both logs count: a test that floods the kernel log (the
-/// fuzzer's refusals) pushes an early report out of the ring buffer that dmesg
-/// is read from at the end, while the console keeps every line.
-pub fn excuse(
-    driver: Driver,
-    problems: &[Problem],
-    logs: &[&str],
-) -> Option<&'static ReferenceBug> {
-    if driver != Driver::C || problems.is_empty() {
-        return None;
+/// The known bugs that explain `problems`: every one of them lies in a report of one of `logs`
+/// (the saved dmesg, the console) with the form of a known bug that `driver` may be excused
+/// (a C-driver bug for the C driver only, a kernel bug for either). Empty when some problem is
+/// not explained, or there is none. Both logs count: a test that floods the kernel log (the
+/// fuzzer's refusals) pushes an early report out of the ring buffer that dmesg is read from at
+/// the end, while the console keeps every line.
+pub fn excuse(driver: Driver, problems: &[Problem], logs: &[&str]) -> Vec<&'static ReferenceBug> {
+    if problems.is_empty() {
+        return Vec::new();
     }
+    let applies = |bug: &ReferenceBug| bug.owner == Owner::Kernel || driver == Driver::C;
     let reports: Vec<Report> = logs.iter().flat_map(|log| reports(log)).collect();
-    REFERENCE_BUGS.iter().find(|bug| {
-        let known: Vec<&Report> = reports
-            .iter()
-            .filter(|r| bug.forms.iter().any(|form| r.has_form(form)))
-            .collect();
-        problems.iter().all(|p| {
-            // A WARN taints the kernel (W): that taint is the known report's too.
-            if crate::verdict::is_warning_taint(p) {
-                return known.iter().any(|r| {
-                    r.lines()
-                        .any(|line| line.trim_start().starts_with("WARNING:"))
-                });
-            }
-            known
+    // Each report with a known form, and its bug.
+    let known: Vec<(&Report, &'static ReferenceBug)> = reports
+        .iter()
+        .filter_map(|report| {
+            REFERENCE_BUGS
                 .iter()
-                .any(|r| r.lines().any(|line| line.trim_start() == p.message))
+                .filter(|bug| applies(bug))
+                .find(|bug| bug.forms.iter().any(|form| report.has_form(form)))
+                .map(|bug| (report, bug))
         })
-    })
+        .collect();
+    let mut bugs: Vec<&'static ReferenceBug> = Vec::new();
+    for problem in problems {
+        // A WARN taints the kernel (W): that taint is a known WARN's too.
+        let explained = if crate::verdict::is_warning_taint(problem) {
+            known.iter().find(|(report, _)| {
+                report
+                    .lines()
+                    .any(|line| line.trim_start().starts_with("WARNING:"))
+            })
+        } else {
+            known.iter().find(|(report, _)| {
+                report
+                    .lines()
+                    .any(|line| line.trim_start() == problem.message)
+            })
+        };
+        let Some((_, bug)) = explained else {
+            return Vec::new();
+        };
+        if !bugs.iter().any(|b| core::ptr::eq(*b, *bug)) {
+            bugs.push(bug);
+        }
+    }
+    bugs
 }
 
 #[cfg(test)]
@@ -381,7 +440,7 @@ mod tests {
 ";
 
     fn excused(driver: Driver, log: &str) -> bool {
-        excuse(driver, &scan(log), &[log]).is_some()
+        !excuse(driver, &scan(log), &[log]).is_empty()
     }
 
     #[test]
@@ -408,15 +467,15 @@ mod tests {
         // LOCKDEP is a WARN: its W taint goes with it.
         let mut problems = scan(LOCKDEP);
         problems.push(warned.clone());
-        assert!(excuse(Driver::C, &problems, &[LOCKDEP]).is_some());
+        assert!(!excuse(Driver::C, &problems, &[LOCKDEP]).is_empty());
         // UNLOCKED is a spinlock BUG, which taints nothing: a W is another report's.
         let mut problems = scan(UNLOCKED);
         problems.push(warned);
-        assert!(excuse(Driver::C, &problems, &[UNLOCKED]).is_none());
+        assert!(excuse(Driver::C, &problems, &[UNLOCKED]).is_empty());
         // Any other taint is never the known bug's.
         let mut problems = scan(LOCKDEP);
         problems.push(died);
-        assert!(excuse(Driver::C, &problems, &[LOCKDEP]).is_none());
+        assert!(excuse(Driver::C, &problems, &[LOCKDEP]).is_empty());
     }
 
     /// The C driver's CQ size overflow on the debug kernel, as seen in uverbs_fuzz (trimmed).
@@ -448,12 +507,13 @@ mod tests {
     fn the_cq_size_shift_is_recognised_only_for_the_c_driver() {
         let problems = scan(CQ_SIZE_SHIFT);
         assert_eq!(problems.len(), 3, "{problems:?}");
-        let bug = excuse(Driver::C, &problems, &[CQ_SIZE_SHIFT]).expect("the C driver's bug");
+        let bugs = excuse(Driver::C, &problems, &[CQ_SIZE_SHIFT]);
+        let bug = bugs.first().expect("the C driver's bug");
         assert!(bug.cause.contains("pvrdma_create_cq"));
-        assert!(excuse(Driver::Rust, &problems, &[CQ_SIZE_SHIFT]).is_none());
+        assert!(excuse(Driver::Rust, &problems, &[CQ_SIZE_SHIFT]).is_empty());
         // The same report from another function is not the bug's.
         let other = CQ_SIZE_SHIFT.replace("pvrdma_create_cq+", "pvrdma_create_qp+");
-        assert!(excuse(Driver::C, &scan(&other), &[&other]).is_none());
+        assert!(excuse(Driver::C, &scan(&other), &[&other]).is_empty());
     }
 
     #[test]
@@ -480,7 +540,7 @@ mod tests {
         let log = format!("{cut}\n{foreign}{rest}");
         let problems = scan(&log);
         assert!(!problems.is_empty());
-        assert!(excuse(Driver::C, &problems, &[&log]).is_some());
+        assert!(!excuse(Driver::C, &problems, &[&log]).is_empty());
         assert!(is_device_message(
             "vmw_pvrdma 0000:00:04.1: queuepair type 255 not supported"
         ));
@@ -497,9 +557,9 @@ mod tests {
         let console = format!("lab-init: stage: test uverbs_fuzz\n{LOCKDEP_7_3}{dmesg}");
         let problems = scan(&console);
         assert!(!problems.is_empty());
-        assert!(excuse(Driver::C, &problems, &[dmesg, &console]).is_some());
+        assert!(!excuse(Driver::C, &problems, &[dmesg, &console]).is_empty());
         // Not with only the dmesg to go by.
-        assert!(excuse(Driver::C, &problems, &[dmesg]).is_none());
+        assert!(excuse(Driver::C, &problems, &[dmesg]).is_empty());
     }
 
     #[test]
@@ -531,7 +591,66 @@ mod tests {
         let other_lock = LOCKDEP.replace("init_completion.__key", "other.__key");
         assert!(!excused(Driver::C, &other_lock));
         // The problems must be in the report: a log without it excuses nothing.
-        assert!(excuse(Driver::C, &scan(LOCKDEP), &[""]).is_none());
-        assert!(excuse(Driver::C, &[], &[LOCKDEP]).is_none());
+        assert!(excuse(Driver::C, &scan(LOCKDEP), &[""]).is_empty());
+        assert!(excuse(Driver::C, &[], &[LOCKDEP]).is_empty());
+    }
+
+    /// The block layer's report under CONFIG_DEBUG_KOBJECT_RELEASE, as seen (nvme_rdma on the
+    /// debug kernel, an NVMe namespace's disk released after a disconnect).
+    const BLOCK_QUEUE_KOBJ: &str = "\
+[  350.547277] ------------[ cut here ]------------
+[  350.547749] ODEBUG: free active (active state 0) object: ffff88800b0a5410 object type: timer_list hint: kobject_delayed_cleanup+0x0/0x100
+[  350.553551] WARNING: lib/debugobjects.c:632 at debug_print_object+0xe3/0x230, CPU#0: swapper/0/0
+[  350.557807] Modules linked in: nvme_rdma nvme_fabrics nvme_core nvmet_rdma nvmet brd ext4 mbcache crc16 jbd2 vmw_pvrdma
+[  350.563659] CPU: 0 UID: 0 PID: 0 Comm: swapper/0 Not tainted 7.3.4 #1 PREEMPT(lazy)  
+[  350.565616] RIP: 0010:debug_print_object+0x18a/0x230
+[  350.593815] Call Trace:
+[  350.597284]  <IRQ>
+[  350.597679]  ? kobj_kset_leave+0x180/0x180
+[  350.600751]  ? kobj_kset_leave+0x180/0x180
+[  350.604654]  debug_check_no_obj_freed+0x3a6/0x490
+[  350.611398]  ? bdev_free_inode+0xf9/0x180
+[  350.611912]  kfree+0x10a/0x4f0
+[  350.612154]  ? alloc_inode+0x90/0x90
+[  350.612348]  bdev_free_inode+0xf9/0x180
+[  350.612561]  ? rcu_core+0x959/0x14b0
+[  350.612772]  rcu_core+0xa3b/0x14b0
+[  350.613010]  handle_softirqs+0x23a/0x7f0
+[  350.613227]  ? __irq_exit_rcu+0xb4/0x1c0
+[  350.613449]  __irq_exit_rcu+0xb4/0x1c0
+[  350.613640]  irq_exit_rcu+0x5/0x10
+[  350.613875]  sysvec_apic_timer_interrupt+0x6a/0x80
+[  350.618344]  </IRQ>
+[  350.618662]  <TASK>
+[  350.618771]  asm_sysvec_apic_timer_interrupt+0x16/0x20
+[  352.209554] kobject: '(null)' (ffff88800d134248): kobject_release, parent 0000000000000000 (delayed 2000)
+";
+
+    #[test]
+    fn kernel_bug_is_set_aside_for_either_driver() {
+        let problems = scan(BLOCK_QUEUE_KOBJ);
+        assert!(!problems.is_empty());
+        for driver in [Driver::C, Driver::Rust] {
+            let bugs = excuse(driver, &problems, &[BLOCK_QUEUE_KOBJ]);
+            assert_eq!(bugs.len(), 1, "{driver:?}");
+            assert_eq!(bugs[0].owner, Owner::Kernel);
+        }
+        // Another object freed while active is not this bug.
+        let other = BLOCK_QUEUE_KOBJ.replace("hint: kobject_delayed_cleanup", "hint: other_work");
+        assert!(excuse(Driver::Rust, &scan(&other), &[&other]).is_empty());
+        // Nor the same object freed from elsewhere.
+        let elsewhere = BLOCK_QUEUE_KOBJ.replace(" bdev_free_inode+0xf9", " some_free+0xf9");
+        assert!(excuse(Driver::Rust, &scan(&elsewhere), &[&elsewhere]).is_empty());
+    }
+
+    #[test]
+    fn a_c_driver_bug_and_a_kernel_bug_in_one_run() {
+        let log = format!("{LOCKDEP}{BLOCK_QUEUE_KOBJ}");
+        let problems = scan(&log);
+        let bugs = excuse(Driver::C, &problems, &[&log]);
+        let owners: Vec<Owner> = bugs.iter().map(|b| b.owner).collect();
+        assert_eq!(owners, [Owner::CDriver, Owner::Kernel]);
+        // The C driver's report is never set aside for the Rust driver.
+        assert!(excuse(Driver::Rust, &problems, &[&log]).is_empty());
     }
 }

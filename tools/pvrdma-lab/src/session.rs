@@ -47,8 +47,9 @@ pub struct Outcome {
     pub wall: Duration,
     /// What the test noted (measured figures, what it proved).
     pub notes: Vec<String>,
-    /// A known bug of the reference C driver whose kernel report was set aside.
-    pub reference_bug: Option<&'static reference_bugs::ReferenceBug>,
+    /// Known bugs (of the reference C driver, or of the kernel outside the drivers) whose
+    /// kernel reports were set aside.
+    pub reference_bugs: Vec<&'static reference_bugs::ReferenceBug>,
 }
 
 /// A private directory for one test's sockets (unix socket paths are limited
@@ -102,8 +103,13 @@ impl SocketDir {
     }
 }
 
-/// Starts a mux on the sockets of `sockets`, logging into `dir`.
-pub fn start_mux(layout: &Layout, sockets: &SocketDir, dir: &Path) -> Result<Guard, RunError> {
+/// Starts a mux on the sockets of `sockets` for `test`, logging into `dir`.
+pub fn start_mux(
+    layout: &Layout,
+    sockets: &SocketDir,
+    dir: &Path,
+    test: &GuestTest,
+) -> Result<Guard, RunError> {
     let (mad_socket, fabric_socket) = sockets.mux_sockets();
     mux::start(
         &layout.mux,
@@ -112,6 +118,7 @@ pub fn start_mux(layout: &Layout, sockets: &SocketDir, dir: &Path) -> Result<Gua
             fabric_socket: &fabric_socket,
             log: &dir.join("mux.log"),
             stderr_log: &dir.join("mux-stderr.log"),
+            mad_burst: test.mad_burst,
         },
     )
 }
@@ -154,7 +161,7 @@ pub fn run(
         test_secs: report.and_then(|r| r.test_secs),
         wall: started.elapsed(),
         notes: report.map(|r| r.notes.clone()).unwrap_or_default(),
-        reference_bug: None,
+        reference_bugs: Vec::new(),
     };
     let lab_failure = |e: RunError| -> Result<Outcome, RunError> {
         match e {
@@ -177,7 +184,7 @@ pub fn run(
         Err(e) => return lab_failure(e),
     };
     let (mad_socket, fabric_socket) = sockets.mux_sockets();
-    let mut mux = match start_mux(layout, &sockets, dir) {
+    let mut mux = match start_mux(layout, &sockets, dir, test) {
         Ok(m) => m,
         Err(e) => return lab_failure(e),
     };
@@ -218,7 +225,7 @@ pub fn run(
         layout.kernel_has_kmemleak,
     );
     let mut result = outcome(judged.verdict, Some(&judged.report));
-    result.reference_bug = judged.reference_bug;
+    result.reference_bugs = judged.reference_bugs;
     Ok(result)
 }
 
@@ -228,8 +235,8 @@ pub struct Judged {
     pub verdict: Verdict,
     /// What the guest reported.
     pub report: GuestReport,
-    /// A known bug of the reference C driver whose kernel report was set aside.
-    pub reference_bug: Option<&'static reference_bugs::ReferenceBug>,
+    /// Known bugs whose kernel reports were set aside.
+    pub reference_bugs: Vec<&'static reference_bugs::ReferenceBug>,
 }
 
 /// Judges the guest whose results are in `dir` and which ran `driver` on a kernel built with
@@ -255,8 +262,8 @@ pub fn judge_guest(
     let problems = verdict::kernel_problems(&evidence);
     write_problems(&dir.join("kernel-problems.txt"), &problems);
     let dmesg = report.dmesg.as_deref().unwrap_or("");
-    let reference_bug = reference_bugs::excuse(driver, &problems, &[dmesg, &console]);
-    let judged = if reference_bug.is_some() {
+    let reference_bugs = reference_bugs::excuse(driver, &problems, &[dmesg, &console]);
+    let judged = if !reference_bugs.is_empty() {
         &[][..]
     } else {
         &problems[..]
@@ -265,7 +272,7 @@ pub fn judge_guest(
     Judged {
         verdict,
         report,
-        reference_bug,
+        reference_bugs,
     }
 }
 
