@@ -5,7 +5,9 @@
 //! whether it runs on two guests joined by one fabric (`# lab-guests: 2`: a
 //! server guest and a client guest, for every pair of drivers), and how many
 //! times its client guest is started again after it ends
-//! (`# lab-client-restarts: 1`: a peer that dies and comes back).
+//! (`# lab-client-restarts: 1`: a peer that dies and comes back), and whether
+//! the mux delivers the first MAD it routes as a burst of copies
+//! (`# lab-mad-burst: 200`: a flood of the receiving QP1).
 
 use std::fs;
 use std::path::Path;
@@ -16,6 +18,8 @@ const DEFAULT_TIMEOUT_SECS: u64 = 300;
 const MAX_TIMEOUT_SECS: u64 = 3600;
 /// The most restarts of a two-guest test's client.
 const MAX_CLIENT_RESTARTS: u8 = 2;
+/// The largest MAD burst (what a destination's outbox in the mux holds).
+const MAX_MAD_BURST: u16 = 256;
 /// The most kernel arguments a script may add.
 const MAX_KERNEL_ARGS: usize = 8;
 
@@ -34,6 +38,9 @@ pub struct GuestTest {
     pub guests: u8,
     /// Two guests: how often the client guest starts again after its QEMU ended.
     pub client_restarts: u8,
+    /// How many times the mux delivers the first MAD it routes (1: once), from
+    /// `# lab-mad-burst:`.
+    pub mad_burst: u16,
 }
 
 /// Whether `name` can name a test: it is passed on the guest's kernel command
@@ -78,6 +85,7 @@ pub fn discover(dir: &Path) -> Result<Vec<GuestTest>, String> {
             kernel_args: header.kernel_args,
             guests: header.guests,
             client_restarts: header.client_restarts,
+            mad_burst: header.mad_burst,
         });
     }
     tests.sort_by(|a, b| a.name.cmp(&b.name));
@@ -92,6 +100,7 @@ struct Header {
     kernel_args: Vec<String>,
     guests: u8,
     client_restarts: u8,
+    mad_burst: u16,
 }
 
 /// Whether `arg` may go on the guest's kernel command line as one argument:
@@ -117,6 +126,7 @@ fn parse_header(text: &str) -> Result<Header, String> {
         kernel_args: Vec::new(),
         guests: 1,
         client_restarts: 0,
+        mad_burst: 1,
     };
     for line in text.lines().take_while(|l| l.starts_with('#')) {
         if let Some(value) = line.strip_prefix("# lab-about:") {
@@ -148,6 +158,18 @@ fn parse_header(text: &str) -> Result<Header, String> {
                 .ok_or_else(|| {
                     format!(
                         "lab-client-restarts must be 0..={MAX_CLIENT_RESTARTS}, not '{}'",
+                        value.trim()
+                    )
+                })?;
+        } else if let Some(value) = line.strip_prefix("# lab-mad-burst:") {
+            header.mad_burst = value
+                .trim()
+                .parse()
+                .ok()
+                .filter(|n| (1..=MAX_MAD_BURST).contains(n))
+                .ok_or_else(|| {
+                    format!(
+                        "lab-mad-burst must be 1..={MAX_MAD_BURST}, not '{}'",
                         value.trim()
                     )
                 })?;
@@ -186,6 +208,7 @@ mod tests {
                 kernel_args: vec!["kunit.enable=1".to_string(), "quiet".to_string()],
                 guests: 1,
                 client_restarts: 0,
+                mad_burst: 1,
             })
         );
     }
@@ -200,6 +223,7 @@ mod tests {
                 kernel_args: Vec::new(),
                 guests: 1,
                 client_restarts: 0,
+                mad_burst: 1,
             })
         );
         assert_eq!(
@@ -207,6 +231,12 @@ mod tests {
             Ok(1)
         );
         assert!(parse_header("# lab-client-restarts: 9\n").is_err());
+        assert_eq!(
+            parse_header("# lab-mad-burst: 200\n").map(|h| h.mad_burst),
+            Ok(200)
+        );
+        assert!(parse_header("# lab-mad-burst: 0\n").is_err());
+        assert!(parse_header("# lab-mad-burst: 257\n").is_err());
         assert_eq!(parse_header("# lab-guests: 2\n").map(|h| h.guests), Ok(2));
         assert!(parse_header("# lab-guests: 3\n").is_err());
         assert!(parse_header("# lab-timeout: 0\n").is_err());

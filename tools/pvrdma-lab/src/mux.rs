@@ -28,6 +28,8 @@ pub struct MuxFiles<'a> {
     pub log: &'a Path,
     /// Where its stdout and stderr go.
     pub stderr_log: &'a Path,
+    /// How many times the first MAD routed is delivered (`--mad-burst`; 1: once).
+    pub mad_burst: u16,
 }
 
 /// Starts the mux and returns once it is ready.
@@ -46,6 +48,8 @@ pub fn start(binary: &Path, files: &MuxFiles) -> Result<Guard, RunError> {
         .arg(files.fabric_socket)
         .arg("--log")
         .arg(files.log)
+        .arg("--mad-burst")
+        .arg(files.mad_burst.to_string())
         .stdin(Stdio::null())
         .stdout(stdout)
         .stderr(Stdio::piped());

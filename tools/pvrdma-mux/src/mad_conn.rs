@@ -492,6 +492,16 @@ impl MadConn<'_> {
         };
         match (routed.decision, routed.target) {
             (Decision::Deliver { dest, detail }, Some((dest_id, outbox, msg))) => {
+                let copies = self.shared.copies_of_next_mad();
+                if copies > 1 {
+                    let queued = (1..copies).filter(|_| outbox.push(msg)).count();
+                    log!(
+                        self.shared.log,
+                        "{}: route: burst: {queued} of {} more copies queued for mad#{dest_id}",
+                        self.tag,
+                        copies - 1
+                    );
+                }
                 if outbox.push(msg) {
                     log!(
                         self.shared.log,

@@ -1,4 +1,5 @@
-//! `pvrdma-mux --mad-socket PATH --fabric-socket PATH [--log FILE] [--ack-timeout-ms N]`
+//! `pvrdma-mux --mad-socket PATH --fabric-socket PATH [--log FILE] [--ack-timeout-ms N]
+//! [--mad-burst N]`
 
 use std::io;
 use std::path::PathBuf;
@@ -10,12 +11,15 @@ use pvrdma_mux::{log, Config, Mux};
 
 const USAGE: &str = "\
 usage: pvrdma-mux --mad-socket PATH --fabric-socket PATH [--log FILE] [--ack-timeout-ms N]
+                  [--mad-burst N]
 
   --mad-socket PATH      unix socket QEMU's pvrdma mad-chardev connects to
                          (-chardev socket,id=mad0,path=PATH)
   --fabric-socket PATH   unix socket the verbs libraries connect to (PVRDMA_FABRIC)
   --log FILE             append the log to FILE instead of stderr
   --ack-timeout-ms N     how long REG/UNREG wait for the library's ACK (default 2000)
+  --mad-burst N          deliver the first MAD routed N times (1..=256; default 1):
+                         a test's flood of the receiving QP1
 
 Prints \"pvrdma-mux: ready\" to stderr once both sockets listen; SIGTERM or
 SIGINT stops it and removes the socket files.";
@@ -55,11 +59,16 @@ fn main() -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// The largest burst: what a destination's outbox holds
+/// (`pvrdma_mux::registry::OUTBOX_CAPACITY`).
+const MAX_MAD_BURST: usize = pvrdma_mux::registry::OUTBOX_CAPACITY;
+
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Config>, String> {
     let mut mad = None;
     let mut fabric = None;
     let mut log = LogTarget::Stderr;
     let mut ack_timeout = pvrdma_mux::server::DEFAULT_ACK_TIMEOUT;
+    let mut mad_burst = 1;
     while let Some(arg) = args.next() {
         let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
         match arg.as_str() {
@@ -72,6 +81,16 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Config>, 
                     .parse()
                     .map_err(|_| format!("--ack-timeout-ms: not a number: {v}"))?;
                 ack_timeout = Duration::from_millis(ms);
+            }
+            "--mad-burst" => {
+                let v = value("--mad-burst")?;
+                mad_burst = v
+                    .parse()
+                    .ok()
+                    .filter(|n| (1..=MAX_MAD_BURST).contains(n))
+                    .ok_or(format!(
+                        "--mad-burst: not a number in 1..={MAX_MAD_BURST}: {v}"
+                    ))?;
             }
             "-h" | "--help" => return Ok(None),
             other => return Err(format!("unknown argument {other:?}")),
@@ -87,6 +106,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Config>, 
         fabric_socket: fabric,
         ack_timeout,
         log,
+        mad_burst,
     }))
 }
 
@@ -143,6 +163,8 @@ mod tests {
             "/tmp/l",
             "--ack-timeout-ms",
             "250",
+            "--mad-burst",
+            "64",
         ]))
         .unwrap()
         .unwrap();
@@ -150,6 +172,9 @@ mod tests {
         assert_eq!(c.fabric_socket, PathBuf::from("/tmp/f"));
         assert!(matches!(c.log, LogTarget::File(p) if p == Path::new("/tmp/l")));
         assert_eq!(c.ack_timeout, Duration::from_millis(250));
+        assert_eq!(c.mad_burst, 64);
+        let defaults = parse_args(args(&["--mad-socket", "/a", "--fabric-socket", "/b"]));
+        assert_eq!(defaults.unwrap().unwrap().mad_burst, 1);
     }
 
     #[test]
@@ -167,6 +192,17 @@ mod tests {
             "x"
         ]))
         .is_err());
+        for burst in ["0", "257", "-1", "x"] {
+            let parsed = parse_args(args(&[
+                "--mad-socket",
+                "/a",
+                "--fabric-socket",
+                "/b",
+                "--mad-burst",
+                burst,
+            ]));
+            assert!(parsed.is_err(), "--mad-burst {burst}");
+        }
         assert!(parse_args(args(&["-h"])).unwrap().is_none());
     }
 }

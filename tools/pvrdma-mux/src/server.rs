@@ -6,7 +6,7 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
@@ -30,6 +30,10 @@ pub struct Config {
     pub ack_timeout: Duration,
     /// Where the log goes.
     pub log: LogTarget,
+    /// How many times the first MAD the mux routes is delivered (1: once). A test
+    /// aid: a burst of one MAD, as a flood of retries or a busy fabric would send,
+    /// at the receiving device's QP1 (`--mad-burst`).
+    pub mad_burst: usize,
 }
 
 impl Config {
@@ -40,6 +44,7 @@ impl Config {
             fabric_socket: fabric_socket.into(),
             ack_timeout: DEFAULT_ACK_TIMEOUT,
             log: LogTarget::Stderr,
+            mad_burst: 1,
         }
     }
 }
@@ -54,12 +59,20 @@ pub struct Shared {
     pub ack_timeout: Duration,
     /// Set when the mux stops.
     pub stopping: AtomicBool,
+    /// Copies the next routed MAD is delivered in; 1 once the burst was sent.
+    mad_burst: AtomicUsize,
     /// Every open connection, to shut down on stop.
     conns: Mutex<HashMap<ConnId, UnixStream>>,
     next_id: AtomicU64,
 }
 
 impl Shared {
+    /// How many times to deliver the MAD being routed: the configured burst for
+    /// the first one, once for every other.
+    pub fn copies_of_next_mad(&self) -> usize {
+        self.mad_burst.swap(1, Ordering::Relaxed)
+    }
+
     /// Forgets a connection that ended.
     pub fn conn_closed(&self, id: ConnId) {
         lock(&self.conns).remove(&id);
@@ -97,6 +110,7 @@ impl Mux {
             log,
             ack_timeout: config.ack_timeout,
             stopping: AtomicBool::new(false),
+            mad_burst: AtomicUsize::new(config.mad_burst.max(1)),
             conns: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
         });

@@ -136,3 +136,30 @@ fn many_deliveries_queue_in_order() {
     }
     b.expect_nothing();
 }
+
+/// `--mad-burst N`: the first MAD routed reaches its destination N times, every
+/// later one once.
+#[test]
+fn first_mad_delivered_as_a_burst() {
+    let t = TestMux::with_burst("burst", 5);
+    let (_lib, _sink) = t.library();
+    let mut a = t.qemu();
+    let mut b = t.qemu();
+    assert_eq!(a.reg(G1), ErrCode::Ok);
+    assert_eq!(b.reg(G2), ErrCode::Ok);
+    let first = req(0x1111, &G2);
+    a.send_mad(G1, &first);
+    for _ in 0..5 {
+        b.expect_delivery(G1, G2, &first);
+    }
+    b.expect_nothing();
+    let reply = cm_reply(cm_attr::REP, 0x2222, 0x1111);
+    b.send_mad(G2, &reply);
+    a.expect_delivery(G2, G1, &reply);
+    a.expect_nothing();
+    assert!(
+        t.wait_log("route: burst: 4 of 4 more copies queued"),
+        "{}",
+        t.dump_log()
+    );
+}

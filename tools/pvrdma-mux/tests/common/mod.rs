@@ -66,6 +66,15 @@ impl TestMux {
     }
 
     pub fn with_timeout(tag: &str, ack_timeout: Duration) -> TestMux {
+        TestMux::with_config(tag, ack_timeout, 1)
+    }
+
+    /// A mux whose first routed MAD is delivered `mad_burst` times.
+    pub fn with_burst(tag: &str, mad_burst: usize) -> TestMux {
+        TestMux::with_config(tag, Duration::from_secs(2), mad_burst)
+    }
+
+    fn with_config(tag: &str, ack_timeout: Duration, mad_burst: usize) -> TestMux {
         let dir = TempDir::new(tag);
         let log = Arc::new(Mutex::new(Vec::new()));
         let mad = dir.path("mad.sock");
@@ -75,6 +84,7 @@ impl TestMux {
             fabric_socket: fabric.clone(),
             ack_timeout,
             log: LogTarget::Memory(Arc::clone(&log)),
+            mad_burst,
         })
         .unwrap();
         TestMux {
