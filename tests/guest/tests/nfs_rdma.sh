@@ -117,11 +117,14 @@ lab_summary "NFS/RDMA files: a tree of $files files copied in, read back after d
 # nfsd stopped under a write and started again: the hard mount retries, the
 # client reconnects over RDMA when the listener is back, reclaims its open
 # through the grace period (nfsdcld remembers it) and the write completes.
-timeout 180 dd if=/tmp/data of="$mnt/restart" bs=64k oflag=direct 2>"$R/dd-restart.txt" &
+# 4 KiB at a time, each an RPC, so that the write is still going when nfsd stops.
+timeout 180 dd if=/tmp/data of="$mnt/restart" bs=4k oflag=direct 2>"$R/dd-restart.txt" &
 writer=$!
 sleep 1
 t0=$(now)
 stop_nfsd restart
+kill -0 "$writer" 2>/dev/null ||
+	lab_fail "the write had ended before nfsd stopped: no restart under a write was tried ($(lab_tail "$R/dd-restart.txt"))"
 lab_note "nfsd stopped under a write"
 sleep 3
 start_nfsd restart
