@@ -9,8 +9,11 @@
 //! the mux delivers the first MAD it routes as a burst of copies
 //! (`# lab-mad-burst: 200`: a flood of the receiving QP1).
 
+use std::fmt::Display;
 use std::fs;
+use std::ops::RangeInclusive;
 use std::path::Path;
+use std::str::FromStr;
 
 /// The guest-side time limit of a script that does not declare one.
 const DEFAULT_TIMEOUT_SECS: u64 = 300;
@@ -118,6 +121,26 @@ fn valid_kernel_arg(arg: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b"._-=,".contains(&b))
 }
 
+/// A header's `value` (trimmed) as a number in `range`, or the error naming
+/// the header `key`, the range and its `unit`.
+fn number_in<T>(key: &str, value: &str, range: RangeInclusive<T>, unit: &str) -> Result<T, String>
+where
+    T: FromStr + PartialOrd + Display,
+{
+    let value = value.trim();
+    value
+        .parse()
+        .ok()
+        .filter(|n| range.contains(n))
+        .ok_or_else(|| {
+            format!(
+                "{key} must be {}..={}{unit}, not '{value}'",
+                range.start(),
+                range.end()
+            )
+        })
+}
+
 /// The header (the comment lines at a script's top).
 fn parse_header(text: &str) -> Result<Header, String> {
     let mut header = Header {
@@ -132,17 +155,8 @@ fn parse_header(text: &str) -> Result<Header, String> {
         if let Some(value) = line.strip_prefix("# lab-about:") {
             header.about = value.trim().to_string();
         } else if let Some(value) = line.strip_prefix("# lab-timeout:") {
-            header.timeout_secs = value
-                .trim()
-                .parse()
-                .ok()
-                .filter(|t| (1..=MAX_TIMEOUT_SECS).contains(t))
-                .ok_or_else(|| {
-                    format!(
-                        "lab-timeout must be 1..={MAX_TIMEOUT_SECS} seconds, not '{}'",
-                        value.trim()
-                    )
-                })?;
+            header.timeout_secs =
+                number_in("lab-timeout", value, 1..=MAX_TIMEOUT_SECS, " seconds")?;
         } else if let Some(value) = line.strip_prefix("# lab-guests:") {
             header.guests = match value.trim() {
                 "1" => 1,
@@ -150,29 +164,10 @@ fn parse_header(text: &str) -> Result<Header, String> {
                 other => return Err(format!("lab-guests must be 1 or 2, not '{other}'")),
             };
         } else if let Some(value) = line.strip_prefix("# lab-client-restarts:") {
-            header.client_restarts = value
-                .trim()
-                .parse()
-                .ok()
-                .filter(|n| *n <= MAX_CLIENT_RESTARTS)
-                .ok_or_else(|| {
-                    format!(
-                        "lab-client-restarts must be 0..={MAX_CLIENT_RESTARTS}, not '{}'",
-                        value.trim()
-                    )
-                })?;
+            header.client_restarts =
+                number_in("lab-client-restarts", value, 0..=MAX_CLIENT_RESTARTS, "")?;
         } else if let Some(value) = line.strip_prefix("# lab-mad-burst:") {
-            header.mad_burst = value
-                .trim()
-                .parse()
-                .ok()
-                .filter(|n| (1..=MAX_MAD_BURST).contains(n))
-                .ok_or_else(|| {
-                    format!(
-                        "lab-mad-burst must be 1..={MAX_MAD_BURST}, not '{}'",
-                        value.trim()
-                    )
-                })?;
+            header.mad_burst = number_in("lab-mad-burst", value, 1..=MAX_MAD_BURST, "")?;
         } else if let Some(value) = line.strip_prefix("# lab-kernel-args:") {
             for arg in value.split_whitespace() {
                 if !valid_kernel_arg(arg) {
