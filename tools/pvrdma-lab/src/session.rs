@@ -262,7 +262,8 @@ pub fn judge_guest(
     let problems = verdict::kernel_problems(&evidence);
     write_problems(&dir.join("kernel-problems.txt"), &problems);
     let dmesg = report.dmesg.as_deref().unwrap_or("");
-    let reference_bugs = reference_bugs::excuse(driver, &problems, &[dmesg, &console]);
+    let kmemleak = report.kmemleak.as_deref().unwrap_or("");
+    let reference_bugs = reference_bugs::excuse(driver, &problems, &[dmesg, &console], kmemleak);
     let judged = if !reference_bugs.is_empty() {
         &[][..]
     } else {
