@@ -4,6 +4,10 @@
 //! reports, and the debugging facilities (kmemleak, object debugging, DMA-API debugging)
 //! switching themselves off. Any one of them fails a test.
 
+/// The kind of every problem kmemleak reports (its messages, and the verdict's count of
+/// the objects in its report).
+pub const KMEMLEAK_REPORT: &str = "kmemleak report";
+
 /// Kernel messages that start a report, matched at the start of a message
 /// (after the `[   12.345678] ` timestamp).
 const REPORT_STARTS: &[(&str, &str)] = &[
@@ -18,7 +22,7 @@ const REPORT_STARTS: &[(&str, &str)] = &[
     ("Call Trace:", "call trace"),
     ("general protection fault", "general protection fault"),
     ("Kernel panic", "kernel panic"),
-    ("unreferenced object", "kmemleak report"),
+    ("unreferenced object", KMEMLEAK_REPORT),
     // slub_debug: "BUG kmalloc-64 (Tainted: G B): Redzone overwritten" (KFENCE's reports
     // start "BUG: KFENCE:").
     ("BUG ", "slab corruption (slub_debug)"),
@@ -34,7 +38,7 @@ const REPORT_ANYWHERE: &[(&str, &str)] = &[
     ("possible recursive locking", "lockdep report"),
     ("inconsistent lock state", "lockdep report"),
     ("suspicious RCU usage", "lockdep report"),
-    ("suspected memory leak", "kmemleak report"),
+    ("suspected memory leak", KMEMLEAK_REPORT),
     ("Kernel memory leak detector disabled", "kmemleak disabled"),
     ("ODEBUG disabled", "object debugging disabled"),
     ("dma-debug disabled", "DMA-API debugging disabled"),

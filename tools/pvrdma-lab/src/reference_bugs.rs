@@ -17,7 +17,7 @@
 //! the Rust driver, is still a failure.
 
 use crate::cli::Driver;
-use crate::kernel_log::{kernel_message, Problem};
+use crate::kernel_log::{kernel_message, Problem, KMEMLEAK_REPORT};
 
 /// Whose bug a known report is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -424,27 +424,22 @@ fn leaked_objects(kmemleak: &str) -> Vec<LeakedObject> {
     for block in kmemleak.split("unreferenced object").skip(1) {
         let mut bytes = Vec::new();
         let mut backtrace = Vec::new();
-        let mut section = "";
-        for line in block.lines().skip(1) {
-            let line = line.trim();
-            if line.starts_with("hex dump") || line.starts_with("backtrace") {
-                section = if line.starts_with("hex") {
-                    "hex"
-                } else {
-                    "trace"
-                };
-                continue;
-            }
-            match section {
-                "hex" => {
-                    let hex = line.split("  ").next().unwrap_or("");
-                    bytes.extend(
-                        hex.split_whitespace()
-                            .map_while(|byte| u8::from_str_radix(byte, 16).ok()),
-                    );
-                }
-                "trace" => backtrace.push(line.to_string()),
-                _ => {}
+        // The section the lines are in: the header, the hex dump, the backtrace.
+        let mut in_hex_dump = false;
+        let mut in_backtrace = false;
+        for line in block.lines().skip(1).map(str::trim) {
+            if line.starts_with("hex dump") {
+                in_hex_dump = true;
+            } else if line.starts_with("backtrace") {
+                (in_hex_dump, in_backtrace) = (false, true);
+            } else if in_hex_dump {
+                let hex = line.split("  ").next().unwrap_or("");
+                bytes.extend(
+                    hex.split_whitespace()
+                        .map_while(|byte| u8::from_str_radix(byte, 16).ok()),
+                );
+            } else if in_backtrace {
+                backtrace.push(line.to_string());
             }
         }
         let text = bytes
@@ -510,7 +505,7 @@ pub fn excuse(
                     .lines()
                     .any(|line| line.trim_start().starts_with("WARNING:"))
             })
-        } else if problem.kind == "kmemleak report" {
+        } else if problem.kind == KMEMLEAK_REPORT {
             // Every object must be a known report's leftover; the problem is the first's.
             let leftovers: Option<Vec<_>> = objects.iter().map(leaves).collect();
             leftovers.and_then(|found| found.first().copied())
@@ -873,7 +868,7 @@ unreferenced object 0xffff88800a6ab010 (size 16):
     fn nfs_problems(log: &str, kmemleak: &str) -> Vec<Problem> {
         let mut problems = scan(log);
         problems.push(Problem {
-            kind: "kmemleak report",
+            kind: KMEMLEAK_REPORT,
             message: format!(
                 "kmemleak: {} unreferenced object(s) (see kmemleak.txt)",
                 crate::kernel_log::kmemleak_objects(kmemleak)

@@ -84,7 +84,7 @@ pub fn kernel_problems(evidence: &Evidence) -> Vec<Problem> {
     let leaks = kernel_log::kmemleak_objects(evidence.report.kmemleak.as_deref().unwrap_or(""));
     if leaks > 0 {
         problems.push(Problem {
-            kind: "kmemleak report",
+            kind: kernel_log::KMEMLEAK_REPORT,
             message: format!("kmemleak: {leaks} unreferenced object(s) (see kmemleak.txt)"),
         });
     }
