@@ -20,7 +20,16 @@
  *
  *   cost: <verb> n <N> commands <c> interrupts <i> switches <s> kmalloc <k> cache <m> pages <p>
  *
- *   verb_costs DEVICE GID_INDEX [N]
+ *   verb_costs DEVICE GID_INDEX [N [ROUNDS]]
+ *
+ * With ROUNDS (1..100) it times instead of counting: no counter is attached
+ * (their tracepoints would be part of what is timed), the phases run ROUNDS
+ * times over, and each phase prints its wall time per call (CLOCK_MONOTONIC
+ * around the N calls):
+ *
+ *   time: <verb> round <r> n <N> us <microseconds per call>
+ *
+ * (the benchmark's per-verb figures: tools/pvrdma-lab/src/bench/figures.rs).
  *
  * With VERB_COSTS_MARK set, each phase's start and end also go to the trace
  * buffer (tracefs trace_marker: "verb_costs: <verb> begin|end"), so that a
@@ -39,11 +48,13 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 enum {
     DEFAULT_N = 64,
     MAX_N = 1024,
+    MAX_ROUNDS = 100,
     MAX_VECTORS = 64,
     MR_BYTES = 64 * 1024,
     CQ_DEPTH = 64,
@@ -61,6 +72,8 @@ static const char *const tracepoints[NUM_COUNTERS] = {
 
 static int counter_fd[NUM_COUNTERS];
 static FILE *marker;
+/* Timing instead of counting: the round being timed (1..), or 0. */
+static int timed_round;
 static char pci_addr[256];
 
 static void fail(const char *fmt, ...)
@@ -230,18 +243,38 @@ static void report(const char *verb, int n, const struct snapshot *a, const stru
     fflush(stdout);
 }
 
-/* Runs STMT for i in 0..n between two snapshots, then reports VERB. */
+static double now_us(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
+}
+
+/*
+ * Runs STMT for i in 0..n and reports VERB: counted between two snapshots,
+ * or, when timing, timed alone.
+ */
 #define PHASE(verb, stmt)                                                                   \
     do {                                                                                    \
         struct snapshot before_, after_;                                                    \
-        take(&before_);                                                                     \
+        double t0_ = 0;                                                                     \
+        if (timed_round)                                                                    \
+            t0_ = now_us();                                                                 \
+        else                                                                                \
+            take(&before_);                                                                 \
         mark(verb, "begin");                                                                \
         for (int i = 0; i < n; i++) {                                                       \
             stmt;                                                                           \
         }                                                                                   \
         mark(verb, "end");                                                                  \
-        take(&after_);                                                                      \
-        report(verb, n, &before_, &after_);                                                 \
+        if (timed_round) {                                                                  \
+            printf("time: %s round %d n %d us %.1f\n", verb, timed_round, n,                \
+                   (now_us() - t0_) / n);                                                   \
+        } else {                                                                            \
+            take(&after_);                                                                  \
+            report(verb, n, &before_, &after_);                                             \
+        }                                                                                   \
     } while (0)
 
 static struct ibv_context *open_device(const char *name)
@@ -268,7 +301,9 @@ static void modify(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask, const 
         fail("ibv_modify_qp to %s: %s", what, strerror(r));
 }
 
-int main(int argc, char **argv)
+/* Each verb's phase, in turn. */
+static void run_phases(struct ibv_context *ctx, struct ibv_pd *pd, struct ibv_cq *cq, void *buf,
+                       union ibv_gid gid, int gid_index, int n)
 {
     static struct ibv_pd *pds[MAX_N];
     static struct ibv_cq *cqs[MAX_N];
@@ -276,41 +311,6 @@ int main(int argc, char **argv)
     static struct ibv_qp *qps[MAX_N];
     static struct ibv_srq *srqs[MAX_N];
     static struct ibv_ah *ahs[MAX_N];
-    struct ibv_context *ctx;
-    struct ibv_port_attr port;
-    union ibv_gid gid;
-    struct ibv_pd *pd;
-    struct ibv_cq *cq;
-    void *buf;
-    int gid_index, n = DEFAULT_N;
-
-    if (argc < 3)
-        fail("usage: verb_costs DEVICE GID_INDEX [N]");
-    gid_index = atoi(argv[2]);
-    if (argc > 3)
-        n = atoi(argv[3]);
-    if (n < 1 || n > MAX_N)
-        fail("N must be 1..%d", MAX_N);
-    setvbuf(stdout, NULL, _IOLBF, 0);
-
-    ctx = open_device(argv[1]);
-    find_pci_addr(argv[1]);
-    if (ibv_query_port(ctx, 1, &port) || ibv_query_gid(ctx, 1, gid_index, &gid))
-        fail("cannot query port 1 or GID %d", gid_index);
-    pd = ibv_alloc_pd(ctx);
-    cq = ibv_create_cq(ctx, CQ_DEPTH, NULL, NULL, 0);
-    buf = aligned_alloc(4096, MR_BYTES);
-    if (!pd || !cq || !buf)
-        fail("cannot set up: %s", strerror(errno));
-    memset(buf, 0x5a, MR_BYTES);
-    if (getenv("VERB_COSTS_MARK")) {
-        marker = fopen("/sys/kernel/tracing/trace_marker", "w");
-        if (!marker)
-            marker = fopen("/sys/kernel/debug/tracing/trace_marker", "w");
-        if (!marker)
-            fail("VERB_COSTS_MARK: cannot open trace_marker: %s", strerror(errno));
-    }
-    open_counters();
 
     PHASE("alloc_pd", if (!(pds[i] = ibv_alloc_pd(ctx))) fail("ibv_alloc_pd %d: %s", i, strerror(errno)));
     PHASE("dealloc_pd", if (ibv_dealloc_pd(pds[i])) fail("ibv_dealloc_pd %d", i));
@@ -397,10 +397,63 @@ int main(int argc, char **argv)
                                fail("ibv_create_ah %d: %s", i, strerror(errno)));
         PHASE("destroy_ah", if (ibv_destroy_ah(ahs[i])) fail("ibv_destroy_ah %d", i));
     }
+}
+
+int main(int argc, char **argv)
+{
+    struct ibv_context *ctx;
+    struct ibv_port_attr port;
+    union ibv_gid gid;
+    struct ibv_pd *pd;
+    struct ibv_cq *cq;
+    void *buf;
+    int gid_index, n = DEFAULT_N, rounds = 0;
+
+    if (argc < 3)
+        fail("usage: verb_costs DEVICE GID_INDEX [N [ROUNDS]]");
+    gid_index = atoi(argv[2]);
+    if (argc > 3)
+        n = atoi(argv[3]);
+    if (n < 1 || n > MAX_N)
+        fail("N must be 1..%d", MAX_N);
+    if (argc > 4) {
+        rounds = atoi(argv[4]);
+        if (rounds < 1 || rounds > MAX_ROUNDS)
+            fail("ROUNDS must be 1..%d", MAX_ROUNDS);
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0);
+
+    ctx = open_device(argv[1]);
+    find_pci_addr(argv[1]);
+    if (ibv_query_port(ctx, 1, &port) || ibv_query_gid(ctx, 1, gid_index, &gid))
+        fail("cannot query port 1 or GID %d", gid_index);
+    pd = ibv_alloc_pd(ctx);
+    cq = ibv_create_cq(ctx, CQ_DEPTH, NULL, NULL, 0);
+    buf = aligned_alloc(4096, MR_BYTES);
+    if (!pd || !cq || !buf)
+        fail("cannot set up: %s", strerror(errno));
+    memset(buf, 0x5a, MR_BYTES);
+    if (getenv("VERB_COSTS_MARK")) {
+        marker = fopen("/sys/kernel/tracing/trace_marker", "w");
+        if (!marker)
+            marker = fopen("/sys/kernel/debug/tracing/trace_marker", "w");
+        if (!marker)
+            fail("VERB_COSTS_MARK: cannot open trace_marker: %s", strerror(errno));
+    }
+    if (rounds) {
+        for (timed_round = 1; timed_round <= rounds; timed_round++)
+            run_phases(ctx, pd, cq, buf, gid, gid_index, n);
+    } else {
+        open_counters();
+        run_phases(ctx, pd, cq, buf, gid, gid_index, n);
+    }
 
     if (ibv_destroy_cq(cq) || ibv_dealloc_pd(pd) || ibv_close_device(ctx))
         fail("cannot tear down");
     free(buf);
-    printf("all verbs counted (%d calls each)\n", n);
+    if (rounds)
+        printf("all verbs timed (%d calls each, %d rounds)\n", n, rounds);
+    else
+        printf("all verbs counted (%d calls each)\n", n);
     return 0;
 }

@@ -7,11 +7,12 @@
 //!                                         summary.tap, renamed after the run)
 //! <results>/rep<N>/<model>/<driver>/perftest_*/notes.txt
 //! <results>/rep<N>/<model>/<driver>/verbs_resources/verbs_resources.log
+//! <results>/rep<N>/<model>/<driver>/verb_times/verb_times.log
 //! <results>/rep<N>/<model>/<driver>/ibv_rc_pingpong_events/notes.txt
 //! ```
 //!
 //! A figure counts only when its run passed: a failed run may have stopped
-//! half-way (verbs_resources' sums would miss a round) or measured a driver
+//! half-way (verbs_resources' medians would miss rounds) or measured a driver
 //! in trouble. Every repetition yields, per metric and driver, either one
 //! value or one failure (the run failed, or left no figure).
 
@@ -182,6 +183,8 @@ fn test_figures(test: &str, dir: &Path) -> Figures {
         figures::perftest_notes(&text(&dir.join("notes.txt")))
     } else if test == "verbs_resources" {
         figures::resources_log(&text(&dir.join("verbs_resources.log")))
+    } else if test == "verb_times" {
+        figures::verb_times_log(&text(&dir.join("verb_times.log")))
     } else if test == "ibv_rc_pingpong_events" {
         figures::pingpong_notes(&text(&dir.join("notes.txt")))
     } else if test == "nvme_fio" {

@@ -8,6 +8,8 @@
 //!   `ib_write_lat: 1000 x 64 B: min 12, typical 13, average 14 cycles (4.1 / 4.3 / 4.7 us at 3000 MHz)`;
 //! - `verbs_resources.log`, one `ok:` line per phase and round, ending with the
 //!   phase's time: `ok: round 1: 256 CQs of 8 entries created (170 ms)`;
+//! - `verb_times.log` (`verb_costs.c` timing), one line per verb and round,
+//!   the wall time per call: `time: create_cq round 2 n 64 us 412.5`;
 //! - `ibv_rc_pingpong_events`' `notes.txt`, one line per message size
 //!   (`lab_pingpong`):
 //!   `ibv_rc_pingpong -s 1 -n 500 --chk -e: ok, 500 iters in 2.64 seconds = 5287.45 usec/iter`;
@@ -15,6 +17,8 @@
 //!   `fio seq write 128k qd16: 41.23 MB/s, 314 IOPS`.
 
 use std::collections::BTreeMap;
+
+use super::stats;
 
 /// A phase of verbs_resources' control-path work, in the order it runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -62,6 +66,26 @@ impl Phase {
     }
 }
 
+/// The verbs `verb_costs.c` times, in the order it runs them (the report's
+/// order): [`Metric::Verb`] is an index into this.
+pub const TIMED_VERBS: [&str; 15] = [
+    "alloc_pd",
+    "dealloc_pd",
+    "create_cq",
+    "destroy_cq",
+    "reg_mr",
+    "dereg_mr",
+    "create_qp",
+    "modify_qp_init",
+    "modify_qp_rtr",
+    "modify_qp_rts",
+    "destroy_qp",
+    "create_srq",
+    "destroy_srq",
+    "create_ah",
+    "destroy_ah",
+];
+
 /// What one figure measures. The order (bandwidths, latencies, then the
 /// control path) is the order of the report's rows.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -74,8 +98,12 @@ pub enum Metric {
     /// bytes: a round trip whose every completion is waited for with a CQ
     /// event (the driver arms the CQ, its interrupt handler signals it).
     EventRoundTrip(u32),
-    /// A verbs_resources phase, its times summed over the rounds (ms).
+    /// A verbs_resources phase: the median of its times in the rounds after
+    /// the first (ms per round).
     Phase(Phase),
+    /// One verb's wall time per call (µs), the median of its rounds after the
+    /// first, by its index in [`TIMED_VERBS`].
+    Verb(usize),
     /// An fio job's throughput over NVMe/RDMA (MB/s), by the job's name: the
     /// kernel data path (nvme-rdma and nvmet-rdma posting through the driver).
     Storage(String),
@@ -86,7 +114,7 @@ impl Metric {
     pub fn unit(&self) -> &'static str {
         match self {
             Metric::Bandwidth(_) | Metric::Storage(_) => "MB/s",
-            Metric::Latency(_) | Metric::EventRoundTrip(_) => "µs",
+            Metric::Latency(_) | Metric::EventRoundTrip(_) | Metric::Verb(_) => "µs",
             Metric::Phase(_) => "ms",
         }
     }
@@ -107,7 +135,11 @@ impl Metric {
                     self.unit()
                 )
             }
-            Metric::Phase(phase) => format!("{} ({}, all rounds)", phase.about(), self.unit()),
+            Metric::Phase(phase) => format!("{} ({} per round)", phase.about(), self.unit()),
+            Metric::Verb(verb) => {
+                let name = TIMED_VERBS.get(*verb).copied().unwrap_or("?");
+                format!("{name} ({} per call)", self.unit())
+            }
             Metric::Storage(job) => format!("fio NVMe/RDMA {job} ({})", self.unit()),
         }
     }
@@ -202,27 +234,94 @@ pub fn fio_notes(text: &str) -> Figures {
     text.lines().filter_map(fio_note).collect()
 }
 
-/// The phase and milliseconds of one line of `verbs_resources.log`: a line
-/// naming a phase that ends with `(N ms)`.
-pub fn resources_line(line: &str) -> Option<(Phase, f64)> {
+/// The figure of a run that timed something over several rounds: the median
+/// of the rounds after the first (the first pays for what the program and the
+/// kernel do once: first touches, caches growing), or the first round's when
+/// it is the only one.
+fn after_first_round(rounds: &BTreeMap<u32, f64>) -> Option<f64> {
+    let later: Vec<f64> = rounds
+        .iter()
+        .filter(|(round, _)| **round > 1)
+        .map(|(_, v)| *v)
+        .collect();
+    if later.is_empty() {
+        rounds.get(&1).copied()
+    } else {
+        stats::median(&later)
+    }
+}
+
+/// The phase, round and milliseconds of one line of `verbs_resources.log`: a
+/// line `ok: round <K>: ...` naming a phase that ends with `(N ms)`.
+pub fn resources_line(line: &str) -> Option<(Phase, u32, f64)> {
     let line = line.trim_end();
     let phase = Phase::of_line(line)?;
+    let (round, _) = line.strip_prefix("ok: round ")?.split_once(": ")?;
+    let round = round.parse::<u32>().ok().filter(|r| *r >= 1)?;
     let inside = line.strip_suffix(" ms)")?;
     let number = &inside[inside.rfind('(')? + 1..];
     if !number.chars().all(|c| c.is_ascii_digit()) {
         return None;
     }
-    Some((phase, value(number)?))
+    Some((phase, round, value(number)?))
 }
 
-/// The figures of `verbs_resources.log`: each phase's times summed over the
-/// rounds the log holds.
+/// The figures of `verbs_resources.log`: each phase's median time over the
+/// rounds after the first (see [`after_first_round`]). A round timed twice
+/// for one phase is not a log this program writes: the phase is left out.
 pub fn resources_log(text: &str) -> Figures {
-    let mut figures = Figures::new();
-    for (phase, ms) in text.lines().filter_map(resources_line) {
-        *figures.entry(Metric::Phase(phase)).or_insert(0.0) += ms;
+    let mut rounds: BTreeMap<Phase, BTreeMap<u32, f64>> = BTreeMap::new();
+    let mut garbled = Vec::new();
+    for (phase, round, ms) in text.lines().filter_map(resources_line) {
+        if rounds.entry(phase).or_default().insert(round, ms).is_some() {
+            garbled.push(phase);
+        }
     }
-    figures
+    rounds
+        .iter()
+        .filter(|(phase, _)| !garbled.contains(phase))
+        .filter_map(|(phase, times)| Some((Metric::Phase(*phase), after_first_round(times)?)))
+        .collect()
+}
+
+/// The verb, round and microseconds per call of one line of `verb_times.log`:
+/// `time: <verb> round <r> n <calls> us <per call>`.
+pub fn verb_time_line(line: &str) -> Option<(usize, u32, f64)> {
+    let mut words = line.trim_end().strip_prefix("time: ")?.split(' ');
+    let verb = words.next()?;
+    let verb = TIMED_VERBS.iter().position(|v| *v == verb)?;
+    let (Some("round"), Some(round), Some("n"), Some(calls), Some("us"), Some(us), None) = (
+        words.next(),
+        words.next(),
+        words.next(),
+        words.next(),
+        words.next(),
+        words.next(),
+        words.next(),
+    ) else {
+        return None;
+    };
+    let round = round.parse::<u32>().ok().filter(|r| *r >= 1)?;
+    calls.parse::<u32>().ok().filter(|n| *n >= 1)?;
+    Some((verb, round, value(us)?))
+}
+
+/// The figures of `verb_times.log`: each verb's median time per call over the
+/// rounds after the first (see [`after_first_round`]); a verb with a round
+/// timed twice is left out.
+pub fn verb_times_log(text: &str) -> Figures {
+    let mut rounds: BTreeMap<usize, BTreeMap<u32, f64>> = BTreeMap::new();
+    let mut garbled = Vec::new();
+    for (verb, round, us) in text.lines().filter_map(verb_time_line) {
+        if rounds.entry(verb).or_default().insert(round, us).is_some() {
+            garbled.push(verb);
+        }
+    }
+    rounds
+        .iter()
+        .filter(|(verb, _)| !garbled.contains(verb))
+        .filter_map(|(verb, times)| Some((Metric::Verb(*verb), after_first_round(times)?)))
+        .collect()
 }
 
 #[cfg(test)]
@@ -339,15 +438,38 @@ all checks passed (2 rounds, 9000 ms)
 ";
 
     #[test]
-    fn resources_phases_summed_over_rounds() {
+    fn resources_phases_median_of_rounds_after_the_first() {
         let figures = resources_log(RESOURCES_LOG);
         let phase = |p| figures.get(&Metric::Phase(p)).copied();
-        assert_eq!(phase(Phase::CreateCqs), Some(341.0));
-        assert_eq!(phase(Phase::CreateQps), Some(432.0));
-        assert_eq!(phase(Phase::RegisterMrs), Some(3256.0));
-        assert_eq!(phase(Phase::ConnectQps), Some(406.0));
-        assert_eq!(phase(Phase::DestroyAll), Some(896.0));
+        // Two rounds: the second's times.
+        assert_eq!(phase(Phase::CreateCqs), Some(171.0));
+        assert_eq!(phase(Phase::CreateQps), Some(222.0));
+        assert_eq!(phase(Phase::RegisterMrs), Some(1656.0));
+        assert_eq!(phase(Phase::ConnectQps), Some(206.0));
+        assert_eq!(phase(Phase::DestroyAll), Some(446.0));
         assert_eq!(figures.len(), 5);
+        // More rounds: the median of rounds 2.., round 1 left out however slow.
+        let four = "\
+ok: round 1: 256 CQs of 8 entries created (900 ms)
+ok: round 2: 256 CQs of 8 entries created (30 ms)
+ok: round 3: 256 CQs of 8 entries created (50 ms)
+ok: round 4: 256 CQs of 8 entries created (20 ms)
+";
+        assert_eq!(
+            resources_log(four).get(&Metric::Phase(Phase::CreateCqs)),
+            Some(&30.0)
+        );
+        // One round: its time.
+        let one = "ok: round 1: 256 CQs of 8 entries created (40 ms)\n";
+        assert_eq!(
+            resources_log(one).get(&Metric::Phase(Phase::CreateCqs)),
+            Some(&40.0)
+        );
+        // A round timed twice: not the program's log; no figure.
+        let twice = "ok: round 1: 256 CQs of 8 entries created (40 ms)\n\
+                     ok: round 2: 256 CQs of 8 entries created (40 ms)\n\
+                     ok: round 2: 256 CQs of 8 entries created (10 ms)\n";
+        assert!(resources_log(twice).is_empty());
     }
 
     #[test]
@@ -361,10 +483,67 @@ all checks passed (2 rounds, 9000 ms)
             None
         );
         assert_eq!(
+            resources_line("ok: round 0: 256 CQs of 8 entries created (15 ms)"),
+            None
+        );
+        assert_eq!(
+            resources_line(
+                "ok: churn: 3 batches of 64 PDs, 256 CQs, 64 MRs created and destroyed (7 ms)"
+            ),
+            None
+        );
+        assert_eq!(
             resources_line(
                 "ok: round 1: 256 QPs created (224 RC, 32 UD), each on its own CQ (7 ms)\n"
             ),
-            Some((Phase::CreateQps, 7.0))
+            Some((Phase::CreateQps, 1, 7.0))
+        );
+    }
+
+    /// What verb_costs.c prints when timing (two verbs, three rounds), with
+    /// lines around it that carry no time.
+    const VERB_TIMES_LOG: &str = "\
+time: create_cq round 1 n 64 us 950.0
+time: destroy_cq round 1 n 64 us 300.2
+time: create_cq round 2 n 64 us 410.5
+time: destroy_cq round 2 n 64 us 210.0
+time: create_cq round 3 n 64 us 390.5
+time: destroy_cq round 3 n 64 us 230.0
+all verbs timed (64 calls each, 3 rounds)
+";
+
+    #[test]
+    fn verb_times_median_of_rounds_after_the_first() {
+        let figures = verb_times_log(VERB_TIMES_LOG);
+        let verb = |name: &str| {
+            let index = TIMED_VERBS.iter().position(|v| *v == name).unwrap();
+            figures.get(&Metric::Verb(index)).copied()
+        };
+        assert_eq!(verb("create_cq"), Some(400.5));
+        assert_eq!(verb("destroy_cq"), Some(220.0));
+        assert_eq!(figures.len(), 2);
+        assert_eq!(
+            Metric::Verb(TIMED_VERBS.iter().position(|v| *v == "reg_mr").unwrap()).label(),
+            "reg_mr (µs per call)"
+        );
+    }
+
+    #[test]
+    fn verb_time_lines_without_a_figure() {
+        for line in [
+            "time: create_cq round 2 n 64 us",
+            "time: create_cq round 2 n 64 us -4",
+            "time: create_cq round 2 n 64 us 12 extra",
+            "time: create_cq round 0 n 64 us 12",
+            "time: create_cq round 2 n 0 us 12",
+            "time: fork round 2 n 64 us 12",
+            "cost: create_cq n 64 commands 1.00 interrupts 1.00",
+        ] {
+            assert_eq!(verb_time_line(line), None, "{line}");
+        }
+        assert_eq!(
+            verb_time_line("time: dereg_mr round 7 n 64 us 88.25\n"),
+            Some((5, 7, 88.25))
         );
     }
 }
