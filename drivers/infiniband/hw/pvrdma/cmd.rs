@@ -18,6 +18,13 @@
 //! the interrupt. The signal such a command did not take is taken by the next one before it
 //! starts (`try_wait_for_completion`, which never sleeps), so that signals do not pile up.
 //!
+//! The response is read in two steps, its header and then the whole of it after a read barrier:
+//! the header's sequence number says the response is this command's, and only after that may the
+//! rest be read (QEMU's model writes the header after the body; one copy of the whole slot could
+//! read the body before the header that vouches for it). The channel's lock is a mutex because a
+//! command may sleep for its response; it is held for the whole round trip, one command at a time
+//! as the device requires.
+//!
 //! A device that does not answer within [`CMD_TIMEOUT_MS`] is declared dead and reset
 //! (`crate::dead`): it stops using the memory of the command that timed out (which the driver then
 //! frees) and of every object it holds, and every later command fails at once instead of waiting
@@ -148,9 +155,12 @@ impl CmdChannel {
             cmd: code,
             reserved: 0,
         };
-        self.req.write_at(0, &[0u8; CMD_REQ_SIZE])?;
-        self.req.write_at(0, body)?;
-        self.req.write_at(0, &hdr)?;
+        // The request goes to the slot in one copy: the body with its header filled in, zeros
+        // after it (no bytes of a longer earlier request left for the device to read).
+        let mut req = [0u8; CMD_REQ_SIZE];
+        req[..size_of::<C>()].copy_from_slice(body.as_bytes());
+        req[..size_of::<CmdHdr>()].copy_from_slice(hdr.as_bytes());
+        self.req.write_at(0, &req)?;
         self.resp.write_at(0, &RespHdr::default())?;
 
         // The register access runs under the BAR's RCU read lock: no sleeping until it ends.
