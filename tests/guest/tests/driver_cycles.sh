@@ -11,8 +11,9 @@
 # the driver itself is cycled) and waited for its device. Each cycle unloads
 # it, checks that the device is gone, loads it again and checks the device
 # as ibv_devinfo does. The runner fails the test on any kernel report in the
-# whole dmesg and on kmemleak's report after the final rmmod; this script
-# checks dmesg after every cycle to say which cycle broke, and scans
+# whole dmesg (but the C driver's known race) and on kmemleak's report after
+# the final rmmod; this script checks dmesg after every cycle to say which
+# cycle broke (see check_dmesg), and scans
 # kmemleak itself after the last one (leaks of the cycles' remove paths).
 
 cycles=${LAB_CYCLES:-20}
@@ -39,12 +40,24 @@ since() {
 	}'
 }
 
-# check_dmesg WHEN: fails if the kernel reported trouble since the last check.
+# check_dmesg WHEN: with the Rust driver, fails if the kernel reported trouble
+# since the last check. With the C driver the report is noted (which cycle
+# caused it) and the cycles go on: the runner judges the whole dmesg at the end
+# and sets aside only the C driver's own command-completion race, by the exact
+# form of its report (tools/pvrdma-lab/src/reference_bugs.rs), failing the test
+# on anything else, as lab_dmesg_check does for the other tests. Stopping here
+# would end a soak at that race (seen at cycle 298 of 1,000) and leave no
+# figures for the driver the Rust one is compared with.
 checked=0
+noted=0
 check_dmesg() {
 	now=$(cut -d' ' -f1 /proc/uptime)
 	new=$(since "$checked" | grep -m 1 -E "$report")
-	[ -z "$new" ] || lab_fail "$1: kernel report in dmesg: $new"
+	if [ -n "$new" ]; then
+		[ "$LAB_DRIVER" = c ] || lab_fail "$1: kernel report in dmesg: $new"
+		noted=$((noted + 1))
+		lab_note "$1: kernel report in dmesg, left to the runner's verdict (C driver): $new"
+	fi
 	checked=$now
 }
 
@@ -115,4 +128,9 @@ else
 	lab_note "no kmemleak in this kernel: leaks not checked here"
 fi
 check_dmesg "after $cycles cycles"
-lab_summary "$cycles rmmod/insmod/ibv_devinfo cycles of $LAB_MODULE_NAME, $traffic with an ibv_rc_pingpong --chk: no kernel report, kmemleak objects: $leaks; mean rmmod $((unload_total / cycles)) ms, insmod to ACTIVE + GID $((load_total / cycles)) ms"
+if [ "$noted" -eq 0 ]; then
+	reports="no kernel report"
+else
+	reports="kernel reports in $noted checks, left to the runner's verdict (C driver)"
+fi
+lab_summary "$cycles rmmod/insmod/ibv_devinfo cycles of $LAB_MODULE_NAME, $traffic with an ibv_rc_pingpong --chk: $reports, kmemleak objects: $leaks; mean rmmod $((unload_total / cycles)) ms, insmod to ACTIVE + GID $((load_total / cycles)) ms"
