@@ -266,22 +266,37 @@ pub fn resources_line(line: &str) -> Option<(Phase, u32, f64)> {
     Some((phase, round, value(number)?))
 }
 
-/// The figures of `verbs_resources.log`: each phase's median time over the
-/// rounds after the first (see [`after_first_round`]). A round timed twice
-/// for one phase is not a log this program writes: the phase is left out.
-pub fn resources_log(text: &str) -> Figures {
-    let mut rounds: BTreeMap<Phase, BTreeMap<u32, f64>> = BTreeMap::new();
+/// The figures of timings taken over rounds, `(key, round, value)` each: per key the
+/// median of the rounds after the first (see [`after_first_round`]), as the metric `metric`
+/// makes of the key. A key with a round timed twice is not what the programs write: it is
+/// left out.
+fn per_round<K: Ord + Copy>(
+    timings: impl Iterator<Item = (K, u32, f64)>,
+    metric: impl Fn(K) -> Metric,
+) -> Figures {
+    let mut rounds: BTreeMap<K, BTreeMap<u32, f64>> = BTreeMap::new();
     let mut garbled = Vec::new();
-    for (phase, round, ms) in text.lines().filter_map(resources_line) {
-        if rounds.entry(phase).or_default().insert(round, ms).is_some() {
-            garbled.push(phase);
+    for (key, round, value) in timings {
+        if rounds
+            .entry(key)
+            .or_default()
+            .insert(round, value)
+            .is_some()
+        {
+            garbled.push(key);
         }
     }
     rounds
         .iter()
-        .filter(|(phase, _)| !garbled.contains(phase))
-        .filter_map(|(phase, times)| Some((Metric::Phase(*phase), after_first_round(times)?)))
+        .filter(|(key, _)| !garbled.contains(key))
+        .filter_map(|(key, times)| Some((metric(*key), after_first_round(times)?)))
         .collect()
+}
+
+/// The figures of `verbs_resources.log`: each phase's median time over the
+/// rounds after the first (see [`per_round`]).
+pub fn resources_log(text: &str) -> Figures {
+    per_round(text.lines().filter_map(resources_line), Metric::Phase)
 }
 
 /// The verb, round and microseconds per call of one line of `verb_times.log`:
@@ -307,21 +322,9 @@ pub fn verb_time_line(line: &str) -> Option<(usize, u32, f64)> {
 }
 
 /// The figures of `verb_times.log`: each verb's median time per call over the
-/// rounds after the first (see [`after_first_round`]); a verb with a round
-/// timed twice is left out.
+/// rounds after the first (see [`per_round`]).
 pub fn verb_times_log(text: &str) -> Figures {
-    let mut rounds: BTreeMap<usize, BTreeMap<u32, f64>> = BTreeMap::new();
-    let mut garbled = Vec::new();
-    for (verb, round, us) in text.lines().filter_map(verb_time_line) {
-        if rounds.entry(verb).or_default().insert(round, us).is_some() {
-            garbled.push(verb);
-        }
-    }
-    rounds
-        .iter()
-        .filter(|(verb, _)| !garbled.contains(verb))
-        .filter_map(|(verb, times)| Some((Metric::Verb(*verb), after_first_round(times)?)))
-        .collect()
+    per_round(text.lines().filter_map(verb_time_line), Metric::Verb)
 }
 
 #[cfg(test)]
