@@ -177,8 +177,15 @@ LAB_KERNEL_REPORT='Oops|\bBUG:|\] BUG |WARNING:|cut here|Call Trace|general prot
 # driver's known bugs, by the exact form of their reports (tools/pvrdma-lab/src/reference_bugs.rs).
 lab_dmesg_check() {
 	line=$(grep -m 1 -E "$LAB_KERNEL_REPORT" "$1") || return 0
-	[ "$LAB_DRIVER" = c ] || lab_fail "$2: $(basename "$1") has '$line'"
-	lab_note "$2: kernel report, left to the runner's verdict (C driver): $line"
+	lab_kernel_report "$2" "$(basename "$1") has '$line'"
+}
+
+# lab_kernel_report WHAT DETAIL: the policy for a kernel report a test saw during step WHAT:
+# with the Rust driver it fails the test ("WHAT: DETAIL"); with the C driver it is noted and
+# the test goes on, left to the runner's verdict (see lab_dmesg_check). Returns only then.
+lab_kernel_report() {
+	[ "$LAB_DRIVER" = c ] || lab_fail "$1: $2"
+	lab_note "$1: $2 (C driver: left to the runner's verdict)"
 }
 
 # lab_run_program NAME SECONDS LOG CMD...: runs the test program CMD under timeout(1) with its
