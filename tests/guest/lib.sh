@@ -216,6 +216,29 @@ lab_reject() {
 	fi
 }
 
+# lab_wait_kobject_releases: on a kernel that delays kobject releases (the debug
+# kernel's CONFIG_DEBUG_KOBJECT_RELEASE announces each: "kobject: 'NAME' (...):
+# kobject_release, parent ... (delayed N)", N up to 4000 ms), waits until the
+# releases announced so far have run: until 5 s have passed since the last
+# announcement (a release that runs may announce its parent's), at most 60 s.
+# Before unloading a module whose objects are being released: the kernel does
+# not wait for them (nvme-rdma's controller, released 4 s after its disconnect,
+# calls into the module: a KASAN report and an oops once it is gone). Returns at
+# once on a kernel without the option.
+lab_wait_kobject_releases() {
+	waited=0
+	while [ "$waited" -lt 60 ]; do
+		last=$(dmesg | grep -E "kobject_release, parent .* \(delayed [0-9]+\)" | tail -n 1 |
+			sed -E 's/^\[ *([0-9]+)\..*/\1/')
+		[ -n "$last" ] || return 0
+		now=$(cut -d. -f1 /proc/uptime)
+		[ $((now - last)) -ge 5 ] && return 0
+		sleep 1
+		waited=$((waited + 1))
+	done
+	lab_note "kobject releases still announced after 60 s"
+}
+
 # lab_alive PID: true while process PID runs (not yet exited; an exited child
 # stays a zombie until waited for).
 lab_alive() {

@@ -78,6 +78,8 @@ nvmeof_target_down() {
 		rm "$NVMEOF_PORT/subsystems/$NVMEOF_NQN" || lab_fail "cannot remove $NVMEOF_NQN from the port"
 	fi
 	rmdir "$NVMEOF_PORT" "$NVMEOF_SUB/namespaces/1" "$NVMEOF_SUB" || lab_fail "cannot remove the nvmet port and subsystem"
+	# The controllers' releases call into these modules (the debug kernel delays them).
+	lab_wait_kobject_releases
 	for m in nvme_rdma nvmet_rdma; do
 		timeout 60 rmmod "$m" 2>"$R/rmmod-$m.txt" || lab_fail "rmmod $m: $(lab_tail "$R/rmmod-$m.txt")"
 	done

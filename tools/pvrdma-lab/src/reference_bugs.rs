@@ -185,6 +185,38 @@ pub const REFERENCE_BUGS: &[ReferenceBug] = &[
             leaked_name: &["kstrdup+", "kobject_rename+"],
         }],
     },
+    ReferenceBug {
+        owner: Owner::Kernel,
+        cause: "the NFS client's per-namespace sysfs entry frees its two kobjects' container \
+            in the release of one of them: nfs_netns_sysfs_destroy() deletes and puts \
+            'nfs_client' and then its parent 'net', whose release (nfs_netns_object_release) \
+            kfrees the struct nfs_netns_client holding both, which is fine when releases run at \
+            once, but with CONFIG_DEBUG_KOBJECT_RELEASE (the debug kernel) each is delayed by its \
+            own timer, 1-4 s at random, and when 'net''s comes first it frees 'nfs_client''s \
+            pending timer: ODEBUG's 'free active ... timer_list hint: kobject_delayed_cleanup' \
+            WARN from kobject_delayed_cleanup() in a worker when the nfs module goes (its \
+            pernet exit), and the release ODEBUG then cancels never frees the kobject's name \
+            ('nfs_client', kstrdup'd by kobject_init_and_add): kmemleak's one 16-byte object \
+            holding it; with either driver; fs/nfs/sysfs.c, Linux 7.3",
+        forms: &[ReportForm {
+            header: &[
+                &["ODEBUG: free active "],
+                &["object type: timer_list hint: kobject_delayed_cleanup"],
+            ],
+            // kobject_cleanup() tail-calls the release, which tail-calls kfree().
+            frames: &[
+                "debug_check_no_obj_freed+",
+                "kfree+",
+                "kobject_delayed_cleanup+",
+            ],
+            kobject: Some("nfs_client"),
+            leaked_name: &[
+                "kstrdup+",
+                "kobject_set_name_vargs+",
+                "kobject_init_and_add+",
+            ],
+        }],
+    },
 ];
 
 /// One kernel report in a log: its header lines, then its call trace.
@@ -920,6 +952,81 @@ unreferenced object 0xffff88800a6ab010 (size 16):
         // rcu_core's), but the timer must be the announced server kobject's.
         let far = NFS_SERVER_KOBJ.replace("object: ffff88800afbee90", "object: ffff88800afbef90");
         assert!(!excused(&far, NFS_SERVER_NAME_LEAK));
+    }
+
+    /// The NFS client's per-namespace report, as seen (nfs_rdma on the debug kernel, the C
+    /// driver, when the nfs module went; trimmed), and kmemleak's report of the name.
+    const NFS_NETNS_KOBJ: &str = "\
+[  219.150530] kobject: 'nfs_client' (ffff888009b35600): kobject_release, parent 0000000000000000 (delayed 4000)
+[  219.151483] kobject: 'net' (ffff888009b356e8): kobject_release, parent 0000000000000000 (delayed 2000)
+[  221.197581] ------------[ cut here ]------------
+[  221.197706] ODEBUG: free active (active state 0) object: ffff888009b35688 object type: timer_list hint: kobject_delayed_cleanup+0x0/0x100
+[  221.197820] WARNING: lib/debugobjects.c:632 at debug_print_object+0xe3/0x230, CPU#1: kworker/1:0/24
+[  221.198363] Modules linked in: dns_resolver nfs(-) nfsd auth_rpcgss oid_registry libcryptoutils lockd grace rpcrdma sunrpc vmw_pvrdma [last unloaded: nfs]
+[  221.199713] CPU: 1 UID: 0 PID: 24 Comm: kworker/1:0 Tainted: G        W           7.3.4 #1 PREEMPT(lazy)
+[  221.201720] Workqueue: events kobject_delayed_cleanup
+[  221.202415] RIP: 0010:debug_print_object+0x18a/0x230
+[  221.204421] Call Trace:
+[  221.204491]  <TASK>
+[  221.204544]  ? kobj_kset_leave+0x180/0x180
+[  221.205271]  debug_check_no_obj_freed+0x3a6/0x490
+[  221.205466]  ? kobject_delayed_cleanup+0xc2/0x100
+[  221.205571]  kfree+0x10a/0x4f0
+[  221.205672]  kobject_delayed_cleanup+0xc2/0x100
+[  221.206236]  ? process_scheduled_works+0x727/0x12d0
+[  221.206376]  process_scheduled_works+0x957/0x12d0
+[  221.206502]  worker_thread+0x771/0xb90
+[  221.206620]  kthread+0x2e2/0x390
+[  221.207632]  </TASK>
+[  221.207698] irq event stamp: 27745
+[  221.209047] ---[ end trace 0000000000000000 ]---
+[  290.000000] kmemleak: 1 new suspected memory leaks (see /sys/kernel/debug/kmemleak)
+";
+
+    const NFS_NETNS_NAME_LEAK: &str = "\
+unreferenced object 0xffff88800b72e290 (size 16):
+  comm \"insmod\", pid 373, jiffies 4294743496
+  hex dump (first 16 bytes):
+    6e 66 73 5f 63 6c 69 65 6e 74 00 cc cc cc cc cc  nfs_client......
+  backtrace (crc 5fe7a499):
+    __kmalloc_node_track_caller_noprof+0x2bd/0x500
+    kstrdup+0x2d/0x90
+    kobject_set_name_vargs+0x54/0xf0
+    kobject_init_and_add+0x85/0xf0
+    0xffffffffa01df1dc
+    ops_init+0x187/0x490
+";
+
+    #[test]
+    fn the_nfs_netns_kobject_and_the_name_it_leaks_are_the_kernels() {
+        let problems = nfs_problems(NFS_NETNS_KOBJ, NFS_NETNS_NAME_LEAK);
+        for driver in [Driver::C, Driver::Rust] {
+            let bugs = excuse(driver, &problems, &[NFS_NETNS_KOBJ], NFS_NETNS_NAME_LEAK);
+            assert_eq!(bugs.len(), 1, "{driver:?}");
+            assert_eq!(bugs[0].owner, Owner::Kernel);
+            assert!(bugs[0].cause.contains("nfs_netns_sysfs_destroy"));
+        }
+        let excused = |log: &str, leak: &str| {
+            !excuse(Driver::Rust, &nfs_problems(log, leak), &[log], leak).is_empty()
+        };
+        // The timer of another kobject (here 'net''s own), or freed from elsewhere.
+        let net = NFS_NETNS_KOBJ.replace("object: ffff888009b35688", "object: ffff888009b35770");
+        assert!(!excused(&net, NFS_NETNS_NAME_LEAK));
+        let elsewhere = NFS_NETNS_KOBJ.replace("  kobject_delayed_cleanup+", "  other_cleanup+");
+        assert!(!excused(&elsewhere, NFS_NETNS_NAME_LEAK));
+        // A name allocated elsewhere.
+        let renamed = NFS_NETNS_NAME_LEAK.replace("kobject_set_name_vargs+", "kobject_rename+");
+        assert!(!excused(NFS_NETNS_KOBJ, &renamed));
+        // Both NFS reports in one run, each leaving its name.
+        let both_log = format!("{NFS_SERVER_KOBJ}{NFS_NETNS_KOBJ}");
+        let both_leak = format!("{NFS_NETNS_NAME_LEAK}{NFS_SERVER_NAME_LEAK}");
+        let bugs = excuse(
+            Driver::C,
+            &nfs_problems(&both_log, &both_leak),
+            &[&both_log],
+            &both_leak,
+        );
+        assert_eq!(bugs.len(), 2);
     }
 
     #[test]
