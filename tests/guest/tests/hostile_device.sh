@@ -1,5 +1,5 @@
 #!/bin/sh
-# lab-about: the driver against a device that lies (the patched model's fault injection, tools/qemu patch 16), one fault at a time: async events and CQ notifications naming no object, an interrupt storm, a command answered with another command's response code, a stray kernel CQE of an unknown QP, capabilities out of range at probe, each survived with a clean error (the Rust driver counting the stale events and the wrong response in its hardware counters) and the device carrying ibv_rc_pingpong or rping after it; then a fault that leaves the device untrustworthy (by default a kernel CQE with a wr_id never posted): the device is declared dead, IBV_EVENT_DEVICE_FATAL reaches user space, rping and ibv_rc_pingpong fail cleanly within their limits, and removal completes; dmesg free of oops/WARN/KASAN
+# lab-about: the driver against a device that lies (the patched model's fault injection, tools/qemu patch 16), one fault at a time: async events and CQ notifications naming no object, an interrupt storm, a command answered with another command's response code, a stray kernel CQE of an unknown QP, two kernel CQEs of one queue in reverse order (as QEMU's backend reports a work request that fails at once while earlier ones are in flight), capabilities out of range at probe, each survived with a clean error (the Rust driver counting the stale events and the wrong response in its hardware counters) and the device carrying ibv_rc_pingpong or rping after it; then a fault that leaves the device untrustworthy (by default a kernel CQE with a wr_id never posted): the device is declared dead, IBV_EVENT_DEVICE_FATAL reaches user space, rping and ibv_rc_pingpong fail cleanly within their limits, and removal completes; dmesg free of oops/WARN/KASAN
 # lab-timeout: 600
 . "$LAB_DIR/lib.sh"
 
@@ -20,10 +20,10 @@
 
 name=hostile_device
 if [ "$LAB_DRIVER" = c ]; then
-	survivable_default="stale-events irq-storm cmd-wrong-response cmd-no-response caps"
+	survivable_default="stale-events irq-storm cmd-wrong-response cmd-no-response cqe-reorder caps"
 	fatal_default=none
 else
-	survivable_default="stale-events irq-storm cmd-wrong-response cqe-unknown-qp caps"
+	survivable_default="stale-events irq-storm cmd-wrong-response cqe-unknown-qp cqe-reorder caps"
 	fatal_default=cqe-bad-wr-id
 fi
 faults=${LAB_HOSTILE_FAULTS:-$survivable_default}
@@ -156,6 +156,14 @@ for kind in $faults; do
 		rping_ok "$kind"
 		happened "$kind" 1
 		;;
+	cqe-reorder)
+		# The first MAD completion of the kernel's GSI QP comes after the next one
+		# of the same queue (rdma_cm's MADs: the REQ's send completion after the
+		# REP's). Both are the MAD layer's, in either order: the connection is made.
+		arm "$kind"
+		rping_ok "$kind"
+		happened "$kind" 10
+		;;
 	caps)
 		# Probe against capabilities out of range: refused; then a clean probe.
 		out=$LAB_RESULTS/caps-modules.txt
@@ -183,6 +191,10 @@ for kind in $faults; do
 	cqe-unknown-qp)
 		[ "$LAB_DRIVER" = c ] || expect_dmesg "$kind" "dropped a completion of QP handle 0xfffffff0" "the stray completion"
 		counted "$kind" stale_events "$stale_before"
+		;;
+	cqe-reorder)
+		! grep -q "declaring the device dead" "$LAB_RESULTS/dmesg-$kind.txt" ||
+			lab_fail "$name: $kind: completions out of order taken for a lie: $(grep -m 1 'declaring the device dead' "$LAB_RESULTS/dmesg-$kind.txt")"
 		;;
 	cmd-wrong-response)
 		expect_dmesg "$kind" "unexpected response|unknown response" "the wrong response"

@@ -837,6 +837,18 @@ static int srq_buf_unmapped(char *note, size_t len)
     return srq_create_then_destroy(&c, sizeof(c), note, len);
 }
 
+/* A ring of one page (the ring state only) for 256 receives (2 pages of WQEs). */
+static int srq_buf_too_small(char *note, size_t len)
+{
+    struct srq_cmd c;
+
+    srq_cmd_valid(&c);
+
+    c.core.max_wr = 256;
+    c.drv.buf_size = PAGE;
+    return srq_create_then_destroy(&c, sizeof(c), note, len);
+}
+
 static int srq_wr_huge(char *note, size_t len)
 {
     struct srq_cmd c;
@@ -1530,6 +1542,8 @@ static const struct bad_case cases[] = {
     CASE("srq-udata-short", srq_udata_short, MUST_FAIL, 1,
          "CREATE_SRQ with 8 of the 16 udata bytes (a valid rest follows in memory)"),
     CASE("srq-buf-inaccessible", srq_buf_unmapped, MUST_FAIL, 0, "SRQ ring inaccessible"),
+    CASE("srq-buf-too-small", srq_buf_too_small, MUST_FAIL, 1,
+         "SRQ of 256 receives on a one-page ring (ring state only)"),
     /* zero and huge sizes */
     CASE("cq-cqe-zero", cq_cqe_zero, MUST_FAIL, 1, "CQ of 0 entries"),
     CASE("cq-cqe-over-max", cq_cqe_over_max, MUST_FAIL, 0, "CQ of max_cqe + 1 entries"),

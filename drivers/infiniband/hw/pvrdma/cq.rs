@@ -10,6 +10,7 @@ use crate::{
     device::IbDev,
     pdir::PageDir,
     ring::DeviceRing,
+    wq::Completed,
 };
 use kernel::{
     new_spinlock_irq,
@@ -90,9 +91,9 @@ fn work_completion(cqe: &Cqe, wr_id: u64) -> WorkCompletion {
 }
 
 /// The device handle of the QP a CQE names: the whole field, compared with the handle the device
-/// gave the QP at creation. QEMU's device model hands out its backend's QP numbers, which need not
-/// fit in 16 bits; the C driver keeps only the low 16 bits, which names another QP or none for
-/// such numbers.
+/// gave the QP at creation (the C driver keeps only the low 16 bits of it, which names another QP
+/// or none if the device puts anything above them). QPs with handles beyond 16 bits are refused
+/// at creation (`crate::qp`), so a completion naming one names no QP.
 fn qp_handle_of(cqe: &Cqe) -> Option<u32> {
     u32::try_from(cqe.qp).ok()
 }
@@ -235,7 +236,8 @@ impl Cq {
         }
         if !dev.hw.is_dead() {
             if let Err(lie) = self.poll_ring(dev, sink) {
-                // After the ring's lock is dropped: declaring the device dead walks other locks.
+                // After the ring's lock is dropped: declaring the device dead takes the flusher's
+                // lock, which is not to nest in a CQ's.
                 dev.hw.declare_dead(lie);
             }
         }
@@ -270,14 +272,24 @@ impl Cq {
                     };
                     // A completion of a QP destroyed meanwhile names nothing: dropped (the
                     // destroy removed those already written; the device writes none after).
-                    let mut impossible = false;
+                    // What the QP made of the completion (`None`: no live QP has the handle).
+                    let mut found: Option<Option<Completed>> = None;
                     let pushed = sink.push(qp_handle, |qp| {
-                        let wr_id = qp.completed_wr_id(self.handle, &cqe);
-                        impossible = wr_id.is_none();
-                        wr_id.map(|wr_id| work_completion(&cqe, wr_id))
+                        found = Some(qp.completed_work(self.handle, &cqe));
+                        match found {
+                            Some(Some(Completed::Work(wr_id))) => {
+                                Some(work_completion(&cqe, wr_id))
+                            }
+                            _ => None,
+                        }
                     });
-                    if impossible {
-                        return Err("a kernel CQ's completion names work its QP does not have");
+                    match found {
+                        Some(None) => {
+                            return Err("a kernel CQ's completion names work its QP does not have")
+                        }
+                        // Unsignaled work a later completion completed: nothing to report.
+                        Some(Some(Completed::Retired)) => continue,
+                        _ => {}
                     }
                     if !pushed {
                         dev.hw.stats.stale_events.inc();
@@ -322,12 +334,20 @@ impl Cq {
             dev.for_each_qp(|qp| unfinished |= qp.has_unfinished(Some(self.handle)));
             return Ok(flags.report_missed_events() && unfinished);
         }
-        let ring = self.kernel.lock();
-        dev.hw.ring_cq_doorbell(self.handle | arm);
-        match ring.as_ref() {
-            Some(ring) if flags.report_missed_events() => ring.has_data(),
-            _ => Ok(false),
+        let has_data = {
+            let ring = self.kernel.lock();
+            dev.hw.ring_cq_doorbell(self.handle | arm);
+            match ring.as_ref() {
+                Some(ring) if flags.report_missed_events() => ring.has_data(),
+                _ => Ok(false),
+            }
+        };
+        // After the ring's lock is dropped (as in `poll`).
+        if has_data.is_err() {
+            dev.hw
+                .declare_dead("a kernel CQ's ring indexes are out of range");
         }
+        has_data
     }
 
     /// Drops the completions of the QP with device handle `qp_handle` from a kernel CQ, so that
@@ -339,7 +359,8 @@ impl Cq {
                 .is_err(),
             None => false,
         };
-        // After the ring's lock is dropped: declaring the device dead walks other locks.
+        // After the ring's lock is dropped: declaring the device dead takes the flusher's lock,
+        // which is not to nest in a CQ's.
         if broken {
             dev.hw
                 .declare_dead("a kernel CQ's ring indexes are out of range");

@@ -19,8 +19,13 @@ use kernel::{
     rdma::Umem,
 };
 
-/// Entries (u64 bus addresses) in a directory or table page.
-const ENTRIES: usize = PAGE_SIZE / 8;
+/// Entries (u64 bus addresses) in a directory or table page: 512, the device's 9 bits per level,
+/// which assume 4 KiB pages (as does the device's ABI throughout).
+const ENTRIES: usize = 512;
+const _: () = assert!(
+    PAGE_SIZE == ENTRIES * 8,
+    "the device's page directories need 4 KiB pages"
+);
 
 /// A page directory: whose data pages are coherent DMA memory owned by it ([`PageDir::new`]), or
 /// pinned user memory that the owner of the directory keeps pinned ([`PageDir::for_user`]).

@@ -122,7 +122,7 @@ impl Qp {
 /// The least memory a provider's ring of `wrs` work requests needs: headers of `hdr` bytes with
 /// `sges` scatter/gather entries each (at least one), whatever rounding the provider adds.
 /// The counts are bounded by the device's maxima before this is called.
-fn user_ring_bytes(wrs: u32, hdr: usize, sges: u32) -> usize {
+pub(crate) fn user_ring_bytes(wrs: u32, hdr: usize, sges: u32) -> usize {
     wrs as usize * (hdr + size_of::<Sge>() * sges.max(1) as usize)
 }
 
@@ -299,6 +299,7 @@ impl Qp {
                     sizes.cap.max_send_wr,
                     sizes.cap.max_send_sge,
                     sizes.sq_wqe_size,
+                    attr.sq_sig_all(),
                 )?;
                 let rq = if srq.is_none() {
                     let rq = WorkQueue::new(
@@ -308,6 +309,8 @@ impl Qp {
                         sizes.cap.max_recv_wr,
                         sizes.cap.max_recv_sge,
                         sizes.rq_wqe_size,
+                        // Every receive is signaled.
+                        true,
                     )?;
                     Some(rq)
                 } else {
@@ -358,7 +361,8 @@ impl Qp {
         let cqs = (send_cq.handle, recv_cq.handle);
         let port = attr.port_num();
         let kernel_rings = rings.is_kernel();
-        // Completions name their QP by the low 16 bits of its handle.
+        // rdma-core's provider finds a user QP by the low 16 bits of its handle
+        // (`qp_tbl[qpn & 0xffff]`): a handle beyond them would name another QP there.
         if handle > 0xffff {
             dev_warn!(
                 dev.hw.dev(),
@@ -523,7 +527,6 @@ impl Qp {
     }
 }
 
-/// Drops the completions of a kernel QP not polled yet from its CQs.
 /// Destroys the device's QP `handle` (whose CQs are `cqs`) and gives its room back.
 fn destroy_in_device(dev: &rdma::Device<IbDev>, handle: u32, cqs: (u32, u32), kernel_rings: bool) {
     let cmd = CmdDestroyQp {

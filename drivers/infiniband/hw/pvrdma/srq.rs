@@ -65,7 +65,16 @@ impl Srq {
             req.buf_size.into(),
             rdma::Access::LocalWrite.into(),
         )?;
-        if umem.num_pages() > PAGE_DIR_MAX_PAGES {
+        // The device lays the ring out from the counts in the command, not from the memory
+        // (after the ring state's page): a ring too small for them would have it read and write
+        // past it (as for a QP's rings, `crate::qp`).
+        let ring_pages = crate::qp::user_ring_bytes(
+            attr.max_wr,
+            core::mem::size_of::<crate::abi::RqWqeHdr>(),
+            attr.max_sge,
+        )
+        .div_ceil(PAGE_SIZE);
+        if umem.num_pages() > PAGE_DIR_MAX_PAGES || umem.num_pages() < 1 + ring_pages {
             return Err(EINVAL);
         }
         let pdir = PageDir::for_user(dev.parent(), &[&umem])?;
@@ -104,7 +113,9 @@ impl Srq {
 
     /// Modifies an SRQ: only arming its limit is supported.
     pub(crate) fn modify(&self, dev: &rdma::Device<IbDev>, attr: &SrqAttr, mask: u32) -> Result {
-        // The limit is all the device can change, and a change of nothing is refused (as C does).
+        // The limit is all the device can change. A change of nothing is refused, as C does; so
+        // is a resize (`MAX_WR`), which C passes on with the limit: the device's ring, laid out
+        // at creation in the provider's buffer, cannot grow.
         if mask != srq_attr_mask::LIMIT {
             return Err(EINVAL);
         }

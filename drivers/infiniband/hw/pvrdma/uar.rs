@@ -10,7 +10,7 @@ use kernel::prelude::*;
 ///
 /// # Invariants
 ///
-/// `used.len() == count`, `count >= 1`, and `used[0]` is always `true` (the kernel's page).
+/// `used.len() >= 2`, and `used[0]` is always `true` (the kernel's page).
 pub(crate) struct UarTable {
     used: KVec<bool>,
 }

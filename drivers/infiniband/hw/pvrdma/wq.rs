@@ -9,11 +9,22 @@
 //! The device never sees a caller's `wr_id`: kernel consumers (the CQ pool, the MAD layer)
 //! take the `wr_id` of a completion for a pointer, so one read back from the device would let
 //! the device steer a kernel pointer. Each queue keeps the callers' `wr_id`s per slot and hands
-//! the device a `wr_id` naming the queue ([`Side`]) and the slot instead; a completion is mapped
-//! back only if it names a slot whose work is outstanding. A slot is reused only once its work has
-//! completed (a completion also completes the unsignaled work posted before it, as the queues
-//! complete in order), whatever the device's consumer index says: the device consumes an entry
-//! when it starts the work, long before the completion is polled.
+//! the device a `wr_id` naming the queue ([`Side`]) and the work request's sequence number (the
+//! count of work requests posted before it, modulo 2^32) instead; a completion is mapped back
+//! only if it names work that is outstanding. A slot is reused only once its work has completed,
+//! whatever the device's consumer index says: the device consumes an entry when it starts the
+//! work, long before the completion is polled.
+//!
+//! Completions may come in any order. A work queue completes in order, but QEMU's device model
+//! does not: a work request that fails at once (no room for its context in the backend, an SGE
+//! outside its MR, a failed post to the backend) is completed from the doorbell, while the work
+//! requests posted before it are still in flight and complete later. So each slot records whether
+//! its work completed, and the oldest outstanding work ([`WorkQueue::completed`]) moves on over
+//! the completed prefix. A completion also completes the unsignaled work posted before it (a
+//! device that honours signaling reports none for it); a device that reports every work request
+//! (QEMU's stock model does) may report such work afterwards: that completion is dropped, as is
+//! a late one of work completed that way and retired since. A completion of work never posted,
+//! or a second one of signaled work still outstanding, is a lie.
 
 use crate::{
     abi,
@@ -44,24 +55,47 @@ pub(crate) enum Side {
 impl Side {
     const RECV_BIT: u64 = 1 << 32;
 
-    /// The `wr_id` the device gets for the work request in `slot` of this side's queue.
-    fn device_wr_id(self, slot: u32) -> u64 {
+    /// The `wr_id` the device gets for the work request with sequence number `seq` of this
+    /// side's queue.
+    fn device_wr_id(self, seq: u32) -> u64 {
         match self {
-            Side::Send => u64::from(slot),
-            Side::Recv => Self::RECV_BIT | u64::from(slot),
+            Side::Send => u64::from(seq),
+            Side::Recv => Self::RECV_BIT | u64::from(seq),
         }
     }
 
-    /// The side and slot a device `wr_id` names, if it is one the driver could have made.
+    /// The side and sequence number a device `wr_id` names, if it is one the driver could have
+    /// made.
     pub(crate) fn of_device_wr_id(wr_id: u64) -> Option<(Side, u32)> {
-        let slot = u32::try_from(wr_id & !Self::RECV_BIT).ok()?;
+        let seq = u32::try_from(wr_id & !Self::RECV_BIT).ok()?;
         let side = if wr_id & Self::RECV_BIT != 0 {
             Side::Recv
         } else {
             Side::Send
         };
-        Some((side, slot))
+        Some((side, seq))
     }
+}
+
+/// The work request a slot holds.
+#[derive(Clone, Copy, Default)]
+struct Work {
+    /// The caller's `wr_id`.
+    wr_id: u64,
+    /// Whether the device reports its successful completion.
+    signaled: bool,
+    /// Whether it completed (outstanding work only; see [`WorkQueue`]).
+    done: bool,
+}
+
+/// What a completion the device reported for a queue's work is.
+#[derive(Clone, Copy)]
+pub(crate) enum Completed {
+    /// The completion of outstanding work, whose caller's `wr_id` this is.
+    Work(u64),
+    /// A completion of unsignaled work that a later completion already completed: nothing to
+    /// report (see the module's documentation).
+    Retired,
 }
 
 /// One work queue of a kernel QP.
@@ -70,8 +104,11 @@ impl Side {
 ///
 /// `slots` is a power of two; `base + slots * wqe_size` lies inside the directory, and
 /// `wqe_size` divides `PAGE_SIZE` and holds a header plus `max_sge` scatter/gather entries.
-/// `wr_ids` has `slots` entries; `posted - completed` (modulo 2^32) is at most `slots`, and the
-/// outstanding work is in the slots `completed .. posted` (modulo `slots`).
+/// `work` has `slots` entries. The counters are sequence numbers (modulo 2^32):
+/// `completed <= swept <= posted` and `posted - completed <= slots`. The outstanding work has the
+/// sequence numbers `completed .. posted` and is in the slots they name (modulo `slots`); the
+/// work at `completed`, if any, is not done. No unsignaled work before `swept` is outstanding
+/// and not done.
 pub(crate) struct WorkQueue {
     state: usize,
     base: usize,
@@ -79,9 +116,15 @@ pub(crate) struct WorkQueue {
     max_sge: u32,
     wqe_size: usize,
     side: Side,
-    wr_ids: KVec<u64>,
+    /// Whether every work request is signaled (a receive queue, or a send queue created so).
+    signal_all: bool,
+    work: KVec<Work>,
+    /// The sequence number of the next work request.
     posted: u32,
+    /// The sequence number of the oldest outstanding work request.
     completed: u32,
+    /// Where the next search for unsignaled work to complete starts.
+    swept: u32,
 }
 
 /// A work queue entry's header, whose `wr_id` the queue sets.
@@ -104,7 +147,8 @@ impl WqeHeader for abi::RqWqeHdr {
 
 impl WorkQueue {
     /// A queue on `side` whose ring state is at byte `state` of page 0 and whose `slots`
-    /// entries of `wqe_size` bytes start at byte `base`.
+    /// entries of `wqe_size` bytes start at byte `base`; `signal_all` if every work request is
+    /// signaled.
     pub(crate) fn new(
         side: Side,
         state: usize,
@@ -112,6 +156,7 @@ impl WorkQueue {
         slots: u32,
         max_sge: u32,
         wqe_size: usize,
+        signal_all: bool,
     ) -> Result<Self> {
         Ok(Self {
             state,
@@ -120,28 +165,75 @@ impl WorkQueue {
             max_sge,
             wqe_size,
             side,
-            wr_ids: KVec::from_elem(0, slots as usize, GFP_KERNEL)?,
+            signal_all,
+            work: KVec::from_elem(Work::default(), slots as usize, GFP_KERNEL)?,
             posted: 0,
             completed: 0,
+            swept: 0,
         })
     }
 
-    /// Takes the completion of the work in `slot`, which also completes the unsignaled work
-    /// posted before it, and returns the caller's `wr_id`; `None` if no outstanding work is in
-    /// `slot` (the device named a slot the driver did not hand it, or twice).
-    pub(crate) fn complete(&mut self, slot: u32) -> Option<u64> {
-        if slot >= self.slots {
-            return None;
-        }
+    /// The slot of the work with sequence number `seq` (`slots` is a power of two, so the
+    /// residue survives the counters' wrapping).
+    fn slot(&self, seq: u32) -> usize {
+        (seq & (self.slots - 1)) as usize
+    }
+
+    /// Takes the device's completion of the work with sequence number `seq`, which also completes
+    /// the unsignaled work posted before it. `None` if the device cannot have reported it: work
+    /// never posted, or signaled work completed already and still outstanding (see the module's
+    /// documentation).
+    pub(crate) fn complete(&mut self, seq: u32) -> Option<Completed> {
         let outstanding = self.posted.wrapping_sub(self.completed);
-        // How far `slot` is past the oldest outstanding work (`slots` is a power of two, so the
-        // counters' residues survive their wrapping).
-        let ahead = slot.wrapping_sub(self.completed) & (self.slots - 1);
+        let ahead = seq.wrapping_sub(self.completed);
         if ahead >= outstanding {
-            return None;
+            // Before the oldest outstanding work (within half the sequence space): completed
+            // and retired, and if it is reported again it was unsignaled work completed by a
+            // later completion (a device's second completion of signaled work cannot be told
+            // from that once the work is retired, and is dropped too: nothing is reported
+            // twice). At or after the next sequence number: never posted.
+            let behind = self.completed.wrapping_sub(seq);
+            return (behind != 0 && behind <= u32::MAX / 2).then_some(Completed::Retired);
         }
-        self.completed = self.completed.wrapping_add(ahead + 1);
-        self.wr_ids.get(slot as usize).copied()
+        let slot = self.slot(seq);
+        let work = *self.work.get(slot)?;
+        if work.done {
+            return (!work.signaled).then_some(Completed::Retired);
+        }
+        // The unsignaled work before `seq` is complete too. Each sequence number is swept once:
+        // a completion costs no more than the work it completes, whatever the order.
+        if self.swept.wrapping_sub(self.completed) <= ahead {
+            let mut earlier = self.swept;
+            while earlier != seq {
+                let slot = self.slot(earlier);
+                if let Some(w) = self.work.get_mut(slot) {
+                    w.done |= !w.signaled;
+                }
+                earlier = earlier.wrapping_add(1);
+            }
+            self.swept = seq.wrapping_add(1);
+        }
+        if let Some(w) = self.work.get_mut(slot) {
+            w.done = true;
+        }
+        self.retire_done();
+        Some(Completed::Work(work.wr_id))
+    }
+
+    /// Moves the oldest outstanding work past the work that is done.
+    fn retire_done(&mut self) {
+        while self.completed != self.posted
+            && self
+                .work
+                .get(self.slot(self.completed))
+                .is_some_and(|w| w.done)
+        {
+            self.completed = self.completed.wrapping_add(1);
+        }
+        // INVARIANT: `swept` stays at or after `completed`.
+        if self.swept.wrapping_sub(self.completed) > self.posted.wrapping_sub(self.completed) {
+            self.swept = self.completed;
+        }
     }
 
     /// Whether work is outstanding: posted, and neither completed nor flushed.
@@ -155,20 +247,54 @@ impl WorkQueue {
         if !self.has_unfinished() {
             return None;
         }
-        let slot = self.completed % self.slots;
-        self.completed = self.completed.wrapping_add(1);
-        self.wr_ids.get(slot as usize).copied()
+        // Not done (the invariant): the work completed out of order stays behind it.
+        let slot = self.slot(self.completed);
+        let wr_id = self.work.get(slot)?.wr_id;
+        if let Some(w) = self.work.get_mut(slot) {
+            w.done = true;
+        }
+        self.retire_done();
+        Some(wr_id)
     }
 
-    /// Accepts the work request `wr_id` without handing it to the device, which is dead: it is
-    /// outstanding until [`WorkQueue::take_unfinished`] flushes it. Fails with `ENOMEM` if the
-    /// queue is full.
-    pub(crate) fn push_unsent(&mut self, wr_id: u64) -> Result {
+    /// Records the work request `wr_id` (`signaled` as its flags ask) in the slot of the next
+    /// sequence number, which the caller checked is free.
+    fn record(&mut self, wr_id: u64, signaled: bool) -> Result {
+        let slot = self.slot(self.posted);
+        *self.work.get_mut(slot).ok_or(EINVAL)? = Work {
+            wr_id,
+            signaled: signaled || self.signal_all,
+            done: false,
+        };
+        Ok(())
+    }
+
+    /// Checks that an entry of header `H` and `sges` scatter/gather entries fits the queue's
+    /// entries (`EINVAL` if not).
+    fn check_entry<H>(&self, sges: usize) -> Result {
+        if sges > self.max_sge as usize
+            || size_of::<H>() + sges * size_of::<abi::Sge>() > self.wqe_size
+        {
+            return Err(EINVAL);
+        }
+        Ok(())
+    }
+
+    /// Accepts the work request `wr_id` (header `H`, `sges`; `signaled` as its flags ask) without
+    /// handing it to the device, which is dead: it is checked as [`WorkQueue::push`] checks it,
+    /// and outstanding until [`WorkQueue::take_unfinished`] flushes it. Fails with `EINVAL` for
+    /// too many entries, `ENOMEM` if the queue is full.
+    pub(crate) fn push_unsent<H: WqeHeader>(
+        &mut self,
+        wr_id: u64,
+        signaled: bool,
+        sges: &[rdma::Sge],
+    ) -> Result {
+        self.check_entry::<H>(sges.len())?;
         if self.posted.wrapping_sub(self.completed) >= self.slots {
             return Err(ENOMEM);
         }
-        let slot = self.posted % self.slots;
-        *self.wr_ids.get_mut(slot as usize).ok_or(EINVAL)? = wr_id;
+        self.record(wr_id, signaled)?;
         self.posted = self.posted.wrapping_add(1);
         Ok(())
     }
@@ -181,22 +307,19 @@ impl WorkQueue {
         self.state + offset_of!(RingIndexes, cons_head)
     }
 
-    /// Writes a work queue entry (`hdr` then `sges`) for the work request `wr_id` into the next
-    /// free slot and hands it to the device. Fails with `EINVAL` for too many entries, `ENOMEM`
-    /// if the queue is full (of entries not consumed or not completed), `EIO` if the device
-    /// broke the ring's indexes.
+    /// Writes a work queue entry (`hdr` then `sges`) for the work request `wr_id` (`signaled`
+    /// as its flags ask) into the next free slot and hands it to the device. Fails with `EINVAL`
+    /// for too many entries, `ENOMEM` if the queue is full (of entries not consumed or not
+    /// completed), `EIO` if the device broke the ring's indexes.
     pub(crate) fn push<H: WqeHeader>(
         &mut self,
         pdir: &PageDir,
         wr_id: u64,
+        signaled: bool,
         mut hdr: H,
         sges: &[rdma::Sge],
     ) -> Result {
-        if sges.len() > self.max_sge as usize
-            || size_of::<H>() + sges.len() * size_of::<abi::Sge>() > self.wqe_size
-        {
-            return Err(EINVAL);
-        }
+        self.check_entry::<H>(sges.len())?;
         let state = pdir.page(0)?;
         let tail = state.read_u32(self.prod())?;
         let head = state.read_u32(self.cons())?;
@@ -213,7 +336,7 @@ impl WorkQueue {
         if slot != self.posted % self.slots {
             return Err(EIO);
         }
-        hdr.set_wr_id(self.side.device_wr_id(slot));
+        hdr.set_wr_id(self.side.device_wr_id(self.posted));
         let offset = self.base + slot as usize * self.wqe_size;
         let page = pdir.page(offset / PAGE_SIZE)?;
         let mut at = offset % PAGE_SIZE;
@@ -228,7 +351,7 @@ impl WorkQueue {
             page.write_at(at, &entry)?;
             at += size_of::<abi::Sge>();
         }
-        *self.wr_ids.get_mut(slot as usize).ok_or(EINVAL)? = wr_id;
+        self.record(wr_id, signaled)?;
         // The entry must be complete before the device sees the new producer index.
         dma_mb(Write);
         state.write_u32(self.prod(), idx_next(tail, self.slots))?;
@@ -240,6 +363,7 @@ impl WorkQueue {
     pub(crate) fn reset(&mut self, pdir: &PageDir) {
         self.posted = 0;
         self.completed = 0;
+        self.swept = 0;
         if let Ok(state) = pdir.page(0) {
             let _ = state.write_u32(self.prod(), 0);
             let _ = state.write_u32(self.cons(), 0);

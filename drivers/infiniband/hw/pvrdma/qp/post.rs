@@ -9,7 +9,7 @@ use crate::{
     convert::wr_opcode_to_pvrdma,
     device::IbDev,
     pdir::PageDir,
-    wq::{Side, WorkQueue},
+    wq::{Completed, Side, WorkQueue},
 };
 use core::sync::atomic::Ordering;
 use kernel::{
@@ -44,10 +44,11 @@ impl Qp {
             wrs,
             |ring, pdir, wr, dead| {
                 let hdr = send_wqe(self, wr)?;
+                let signaled = wr.send_flags() & rdma::send_flags::SIGNALED != 0;
                 if dead {
-                    return ring.push_unsent(wr.wr_id());
+                    return ring.push_unsent::<SqWqeHdr>(wr.wr_id(), signaled, wr.sges());
                 }
-                ring.push(pdir, wr.wr_id(), hdr, wr.sges())
+                ring.push(pdir, wr.wr_id(), signaled, hdr, wr.sges())
             },
         )
     }
@@ -79,19 +80,21 @@ impl Qp {
                     num_sge: u32::try_from(wr.num_sge()).map_err(|_| EINVAL)?,
                     total_len: 0,
                 };
+                // Every receive is signaled.
                 if dead {
-                    return ring.push_unsent(wr.wr_id());
+                    return ring.push_unsent::<RqWqeHdr>(wr.wr_id(), true, wr.sges());
                 }
-                ring.push(pdir, wr.wr_id(), hdr, wr.sges())
+                ring.push(pdir, wr.wr_id(), true, hdr, wr.sges())
             },
         )
     }
 
-    /// The caller's `wr_id` of the completion `cqe` that kernel CQ `cq_handle` holds for `qp`, after
-    /// checking the device's claims: the completion names a queue of the QP that uses this CQ, and a
-    /// slot of it with work outstanding. `None` for a completion the QP cannot have.
-    pub(crate) fn completed_wr_id(&self, cq_handle: u32, cqe: &Cqe) -> Option<u64> {
-        let (side, slot) = Side::of_device_wr_id(cqe.wr_id)?;
+    /// What the completion `cqe` that kernel CQ `cq_handle` holds for `qp` completes, after
+    /// checking the device's claims: the completion names a queue of the QP that uses this CQ,
+    /// and work of it the device may report (see `crate::wq`). `None` for a completion the QP
+    /// cannot have.
+    pub(crate) fn completed_work(&self, cq_handle: u32, cqe: &Cqe) -> Option<Completed> {
+        let (side, seq) = Side::of_device_wr_id(cqe.wr_id)?;
         let (queue, cq) = match side {
             Side::Send => (&self.sq, self.cqs.0),
             Side::Recv => (&self.rq, self.cqs.1),
@@ -100,7 +103,7 @@ impl Qp {
             return None;
         }
         // A user QP has no queues here: its completions are not the driver's to read.
-        (*queue.lock()).as_mut()?.complete(slot)
+        (*queue.lock()).as_mut()?.complete(seq)
     }
 }
 
