@@ -170,17 +170,27 @@ impl<T: Operations> Device<T> {
     }
 
     /// Reports `event` on `port` to the RDMA core's clients, in any context (the core queues
-    /// it).
+    /// it). Before registration, when the core has no clients and no port data for the device,
+    /// the event is dropped.
     pub fn dispatch_port_event(&self, port: u32, event: PortEvent) {
+        // The core's handler of a port event (`ib_cache_event_task`) reads the port's data,
+        // which registration sets up: an event of a device not registered yet would have it
+        // read through a NULL pointer. Only the thread that registers the device holds a
+        // `&Device<T>` before registration (`UnregisteredDevice` is not shared), so the field
+        // is read without a race; once set it stays until the device is freed.
+        // SAFETY: `self` is a valid `ib_device` while a `&Device<T>` exists.
+        if unsafe { (*self.as_raw()).port_data }.is_null() {
+            return;
+        }
         // SAFETY: All-zeroes is a valid `ib_event`.
         let mut ev: bindings::ib_event = unsafe { core::mem::zeroed() };
         ev.device = self.as_raw();
         ev.element.port_num = port;
         ev.event = event.as_raw();
-        // The device is valid while a `&Device<T>` exists (owned or registered: the core takes
-        // events then). `ib_dispatch_event` copies the event, allocates atomically and defers
-        // the clients' handlers to a work item, so any context may call it.
-        // SAFETY: As just said, `self` is a valid `ib_device` and `ev` a valid event.
+        // `ib_dispatch_event` copies the event, allocates atomically and defers the clients'
+        // handlers to a work item on `ib_wq`, which keeps the device's pointer without a
+        // reference: `Registration`'s drop flushes that queue before it frees the device.
+        // SAFETY: `self` is a valid, registered `ib_device` and `ev` a valid event.
         unsafe { bindings::ib_dispatch_event(&ev) };
     }
 
@@ -327,8 +337,10 @@ impl<'a, T: Operations> UnregisteredDevice<'a, T> {
         to_result(unsafe { bindings::ib_device_set_netdev(self.raw(), ndev.as_raw(), port) })
     }
 
-    /// Registers the device under `name` (a `printf`-style pattern such as `"foo%d"`), doing DMA
-    /// through its parent.
+    /// Registers the device under `name` (a name, or a pattern with one `%d` where the core puts
+    /// the first free number, such as `"foo%d"`), doing DMA through its parent. Any other `%` is
+    /// refused with `EINVAL`: the core runs the pattern through `sscanf()` and `snprintf()` with
+    /// one `int`.
     ///
     /// On success the returned [`Registration`] owns the device. It lives in a [`Devres`] of the
     /// parent: dropping the handle unregisters the device, and so does unbinding the parent, at
@@ -339,9 +351,13 @@ impl<'a, T: Operations> UnregisteredDevice<'a, T> {
         name: &'static CStr,
         handle: Option<Arc<DeviceHandle<T>>>,
     ) -> Result<Devres<Registration<T>>> {
+        if !is_name_pattern(name) {
+            return Err(EINVAL);
+        }
         let parent = self.parent;
         // SAFETY: The device is valid, initialised and not registered; the parent, which does
-        // the DMA, is bound, and the registration is undone before it is unbound (see above).
+        // the DMA, is bound, and the registration is undone before it is unbound (see above). The
+        // name is a pattern the core's `%d` formatting takes.
         to_result(unsafe {
             bindings::ib_register_device(self.raw(), name.as_char_ptr(), parent.as_raw())
         })?;
@@ -353,6 +369,17 @@ impl<'a, T: Operations> UnregisteredDevice<'a, T> {
         }
         // On failure this drops `reg`, which unregisters the device.
         Devres::new(parent, reg)
+    }
+}
+
+/// Whether `name` is a device name the core takes as its pattern: no `%`, or one `%d`.
+fn is_name_pattern(name: &CStr) -> bool {
+    let bytes = name.to_bytes();
+    let mut conversions = bytes.iter().enumerate().filter(|(_, b)| **b == b'%');
+    match (conversions.next(), conversions.next()) {
+        (None, _) => true,
+        (Some((i, _)), None) => bytes.get(i + 1) == Some(&b'd'),
+        _ => false,
     }
 }
 
@@ -410,8 +437,15 @@ impl<T: Operations> Drop for Registration<T> {
         if let Some(h) = &self.handle {
             h.set(None);
         }
-        // SAFETY: After unregistration no callback runs any more, and the handle is detached,
-        // so nothing reaches the data: it can be dropped, then the device freed.
+        // Port events dispatched until now (through the handle, after the core's own flush of
+        // its event queue during unregistration) are work items holding the device's pointer:
+        // they must have run before the device goes.
+        // SAFETY: `ib_wq` is the core's event queue, allocated while the core is loaded, which
+        // it is while one of its devices exists.
+        unsafe { bindings::__flush_workqueue(bindings::ib_wq) };
+        // SAFETY: After unregistration no callback runs any more, the handle is detached and the
+        // events queued are done, so nothing reaches the data: it can be dropped, then the
+        // device freed.
         unsafe {
             core::ptr::drop_in_place(core::ptr::addr_of_mut!((*self.ptr.as_ptr()).data));
             core::ptr::drop_in_place(core::ptr::addr_of_mut!((*self.ptr.as_ptr()).tables));
@@ -566,5 +600,22 @@ impl<T: Operations> DeviceHandle<T> {
         // being unregistered, when the core still accepts netdev changes); `ndev` is NULL or
         // valid, and the core takes its own reference.
         to_result(unsafe { bindings::ib_device_set_netdev(dev.0.as_ptr(), ndev, port) })
+    }
+}
+
+#[cfg(CONFIG_RUST_INFINIBAND_KUNIT_TEST)]
+#[macros::kunit_tests(rust_rdma_device_name)]
+mod tests {
+    use super::*;
+
+    /// Names and patterns with one `%d` are taken; any other conversion is refused.
+    #[test]
+    fn name_patterns() {
+        for name in [c"pvrdma", c"pvrdma%d", c"%d", c"x%dy"] {
+            assert!(is_name_pattern(name));
+        }
+        for name in [c"x%s", c"x%lu", c"x%d%d", c"x%", c"x%%d", c"%n"] {
+            assert!(!is_name_pattern(name));
+        }
     }
 }

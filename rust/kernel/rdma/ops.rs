@@ -255,12 +255,17 @@ pub trait Operations: Send + Sync + Sized + 'static {
     }
 
     /// Moves completions of a kernel CQ into `wc`, as many as fit and are there.
+    ///
+    /// Runs in any context: kernel consumers poll from softirqs (`IB_POLL_SOFTIRQ`) and with
+    /// interrupts off. Must not sleep.
     fn poll_cq(_dev: &Device<Self>, _cq: &Cq<Self>, _wc: &mut WcSink<'_, Self>) -> Result {
         crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// Arms a kernel CQ for the next (solicited) completion. With `report_missed_events`,
     /// returns whether completions are already waiting.
+    ///
+    /// Runs in any context, as [`Operations::poll_cq`]. Must not sleep.
     fn req_notify_cq(_dev: &Device<Self>, _cq: &Cq<Self>, _flags: NotifyFlags) -> Result<bool> {
         crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
@@ -301,6 +306,9 @@ pub trait Operations: Send + Sync + Sized + 'static {
     }
 
     /// Posts send work requests to a kernel QP.
+    ///
+    /// Runs in any context: kernel consumers post from softirqs (IPoIB's transmit), under
+    /// spinlocks and with interrupts off. Must not sleep.
     fn post_send(
         _dev: &Device<Self>,
         _qp: &Qp<Self>,
@@ -310,6 +318,8 @@ pub trait Operations: Send + Sync + Sized + 'static {
     }
 
     /// Posts receive work requests to a kernel QP.
+    ///
+    /// Runs in any context, as [`Operations::post_send`]. Must not sleep.
     fn post_recv(
         _dev: &Device<Self>,
         _qp: &Qp<Self>,
@@ -368,6 +378,9 @@ pub trait Operations: Send + Sync + Sized + 'static {
     }
 
     /// Destroys an address handle.
+    ///
+    /// May run in atomic context: kernel consumers destroy AHs under spinlocks (IPoIB reaps
+    /// them with interrupts off), so the AH's data must not need to sleep to be dropped either.
     fn destroy_ah(_dev: &Device<Self>, _ah: Self::Ah) {
         crate::build_error!(VTABLE_DEFAULT_ERROR)
     }

@@ -191,7 +191,10 @@ impl<C> Drop for Reservation<'_, C> {
 
 /// The index of an object's entry in its device's table: the handle the device gave it.
 ///
-/// Implemented by the driver data of the objects that have tables (QPs, CQs, SRQs).
+/// Implemented by the driver data of the objects that have tables (QPs, CQs, SRQs). It is read
+/// when the object enters the table and when it leaves; it should not change in between (the
+/// object would not be found under its handle), but if it does, the object still leaves the
+/// table before it is freed.
 pub trait TableIndex {
     /// The device's handle of the object.
     fn table_index(&self) -> u32;
@@ -279,13 +282,19 @@ impl<C> ObjectTable<C> {
         Ok(())
     }
 
-    /// Removes `obj` from the table if it is there under `index`.
+    /// Removes `obj` from the table: it is looked for under `index`, and if it is not there
+    /// (a driver whose [`TableIndex`] changed since the object was entered), in every slot. The
+    /// object must leave the table whatever its index says, for the table's invariant: it is
+    /// freed after this.
     pub(super) fn remove(&self, index: u32, obj: *mut C) {
         let mut slots = self.slots.lock();
-        if let Some(pos) = slots.find(index) {
-            if slots.slots[pos].obj.is_some_and(|o| o.as_ptr() == obj) {
-                slots.vacate(pos);
-            }
+        let holds = |slot: &Slot<C>| slot.obj.is_some_and(|o| o.as_ptr() == obj);
+        let pos = match slots.find(index) {
+            Some(pos) if holds(&slots.slots[pos]) => Some(pos),
+            _ => slots.slots.iter().position(holds),
+        };
+        if let Some(pos) = pos {
+            slots.vacate(pos);
         }
     }
 
@@ -341,6 +350,22 @@ mod tests {
             assert_eq!(value_of(&t, *h), Some(o));
         }
         assert_eq!(value_of(&t, 0x12), None);
+        Ok(())
+    }
+
+    /// An object whose index changed after it entered the table still leaves it, and only it.
+    #[test]
+    fn removal_under_another_index() -> Result {
+        let mut a = 1u64;
+        let mut b = 2u64;
+        let t = table()?;
+        // SAFETY: `a` and `b` outlive `t` (declared before it).
+        unsafe { t.insert(t.reserve()?, 7, &mut a) }?;
+        // SAFETY: As above.
+        unsafe { t.insert(t.reserve()?, 8, &mut b) }?;
+        t.remove(9, &mut a);
+        assert_eq!(value_of(&t, 7), None);
+        assert_eq!(value_of(&t, 8), Some(2));
         Ok(())
     }
 

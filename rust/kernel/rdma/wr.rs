@@ -153,8 +153,10 @@ pub struct RegFields<'a, T: Operations> {
 ///
 /// # Invariants
 ///
-/// Wraps a valid `struct ib_send_wr` of a post to a live QP of type `qp_type`, embedded in the
-/// container struct its opcode and the QP's type call for (as the verbs API requires).
+/// Wraps a valid `struct ib_send_wr` of a post to a live QP (`datagram` if of a datagram type),
+/// embedded in the container struct its opcode calls for (as the verbs API requires): an
+/// `ib_ud_wr` for a send on a datagram QP. (Other opcodes posted to a datagram QP are not in
+/// one: the core's drain posts a stack `ib_rdma_wr` whatever the QP's type.)
 pub struct SendWr<'a, T: Operations> {
     raw: &'a bindings::ib_send_wr,
     datagram: bool,
@@ -238,13 +240,14 @@ impl<'a, T: Operations> SendWr<'a, T> {
         })
     }
 
-    /// The destination, for sends on datagram QPs. `None` if the AH is missing.
+    /// The destination, for sends on datagram QPs. `None` for other opcodes, or if the AH is
+    /// missing.
     pub fn ud(&self) -> Option<UdFields<'a, T>> {
-        if !self.datagram {
+        use WrOpcode::*;
+        if !self.datagram || !matches!(self.opcode()?, Send | SendWithImm) {
             return None;
         }
-        // SAFETY: By the type invariant a work request of a datagram QP is the head of an
-        // `ib_ud_wr`.
+        // SAFETY: By the type invariant a send on a datagram QP is the head of an `ib_ud_wr`.
         let u: &bindings::ib_ud_wr = unsafe { self.container() };
         if u.ah.is_null() {
             return None;
