@@ -216,6 +216,12 @@ lab_reject() {
 	fi
 }
 
+# lab_kobject_releases_delayed: true on a kernel that delays kobject releases
+# (the debug kernel's CONFIG_DEBUG_KOBJECT_RELEASE), which announces each.
+lab_kobject_releases_delayed() {
+	dmesg | grep -qE "kobject_release, parent .* \(delayed [0-9]+\)"
+}
+
 # lab_wait_kobject_releases: on a kernel that delays kobject releases (the debug
 # kernel's CONFIG_DEBUG_KOBJECT_RELEASE announces each: "kobject: 'NAME' (...):
 # kobject_release, parent ... (delayed N)", N up to 4000 ms), waits until the
@@ -226,6 +232,7 @@ lab_reject() {
 # calls into the module: a KASAN report and an oops once it is gone). Returns at
 # once on a kernel without the option.
 lab_wait_kobject_releases() {
+	lab_kobject_releases_delayed || return 0
 	waited=0
 	while [ "$waited" -lt 60 ]; do
 		last=$(dmesg | grep -E "kobject_release, parent .* \(delayed [0-9]+\)" | tail -n 1 |

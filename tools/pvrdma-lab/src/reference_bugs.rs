@@ -397,6 +397,12 @@ fn reports(log: &str) -> Vec<Report> {
             if is_device_message(message) {
                 continue;
             }
+            // Likewise the debug kernel's announcement of a delayed kobject release (seen: one
+            // from CPU 0 right after the `cut here` of a WARN on CPU 1, where it would have been
+            // taken for the WARN's message); it is recorded above.
+            if delayed_release(trimmed).is_some() {
+                continue;
+            }
             if trimmed.starts_with("---[ end trace") {
                 report.trace.push(message.to_string());
                 reports.extend(current.take().map(|r| finish(r, &releases)));
@@ -996,6 +1002,22 @@ unreferenced object 0xffff88800b72e290 (size 16):
     0xffffffffa01df1dc
     ops_init+0x187/0x490
 ";
+
+    /// Another CPU's announcement of a delayed release printed right after `cut here` (seen,
+    /// nfs_rdma on the debug kernel): the report is still the NFS server's.
+    #[test]
+    fn a_release_announced_inside_a_report_does_not_cut_it() {
+        let log = NFS_SERVER_KOBJ.replace(
+            "[  295.735344] ------------[ cut here ]------------\n",
+            "[  295.735344] ------------[ cut here ]------------\n\
+             [  295.734793] kobject: 'clnt-1' (ffff88800b2a1300): kobject_release, parent 0000000000000000 (delayed 3000)\n",
+        );
+        assert_ne!(log, NFS_SERVER_KOBJ);
+        let problems = nfs_problems(&log, NFS_SERVER_NAME_LEAK);
+        let bugs = excuse(Driver::C, &problems, &[&log], NFS_SERVER_NAME_LEAK);
+        assert_eq!(bugs.len(), 1);
+        assert!(bugs[0].cause.contains("nfs_free_server"));
+    }
 
     #[test]
     fn the_nfs_netns_kobject_and_the_name_it_leaks_are_the_kernels() {
