@@ -528,6 +528,12 @@ impl<T: Operations> Adapter<T> {
             dereg_mr,
             alloc_mr,
         );
+        if T::HAS_DESTROY_CQ {
+            // A kernel CQ leaves the device's table before `ib_free_cq()` stops its polling
+            // context, and is destroyed after (see `ops/cq.rs`).
+            ops.pre_destroy_cq = Some(Self::pre_destroy_cq);
+            ops.post_destroy_cq = Some(Self::post_destroy_cq);
+        }
         if T::HAS_MAP_MR_SG_BEGIN && T::HAS_MAP_MR_SG_PAGE {
             ops.map_mr_sg = Some(Self::map_mr_sg);
         }

@@ -112,4 +112,32 @@ impl<T: Operations> Adapter<T> {
         unsafe { Self::destroy_tabled::<CqKind<T>>(Self::dev((*ibcq).device), ibcq) };
         0
     }
+
+    /// The C callback: the first step of `ib_free_cq()`, which destroys a kernel CQ from
+    /// `ib_alloc_cq()` (user CQs and `ib_create_cq()`'s are destroyed by `destroy_cq` alone).
+    ///
+    /// The CQ leaves the device's table here, before the core stops its polling context
+    /// (`cancel_work_sync()`, `irq_poll_disable()`) and frees it: a notification from the device
+    /// after that (a stale one, or a device declared dead completing its work) no longer finds
+    /// it, so it cannot queue the CQ's work again on a CQ about to be freed.
+    ///
+    /// # Safety
+    ///
+    /// Only the C side calls it, with the arguments it documents for this callback.
+    pub(super) unsafe extern "C" fn pre_destroy_cq(ibcq: *mut bindings::ib_cq) -> c_int {
+        // SAFETY: `ib_free_cq()` calls it once, for a kernel CQ whose creation succeeded.
+        unsafe { Self::leave_table::<CqKind<T>>(Self::dev((*ibcq).device), ibcq) };
+        0
+    }
+
+    /// The C callback: the last step of `ib_free_cq()`, after `pre_destroy_cq` took the CQ out
+    /// of the table and the core stopped its polling context.
+    ///
+    /// # Safety
+    ///
+    /// Only the C side calls it, with the arguments it documents for this callback.
+    pub(super) unsafe extern "C" fn post_destroy_cq(ibcq: *mut bindings::ib_cq) {
+        // SAFETY: `ib_free_cq()` calls it once, after `pre_destroy_cq` for the same CQ.
+        unsafe { Self::destroy_untabled::<CqKind<T>>(Self::dev((*ibcq).device), ibcq) };
+    }
 }

@@ -148,9 +148,34 @@ impl<T: Operations> Adapter<T> {
     /// `raw` must be an object of kind `K` of `dev` whose creation succeeded, which the core is
     /// destroying (once).
     pub(super) unsafe fn destroy_tabled<K: Tabled<T>>(dev: &Device<T>, raw: *mut K::Raw) {
-        // SAFETY: Guaranteed by the caller: the data is initialised until dropped below.
+        // SAFETY: Guaranteed by the caller.
+        unsafe {
+            Self::leave_table::<K>(dev, raw);
+            Self::destroy_untabled::<K>(dev, raw);
+        }
+    }
+
+    /// The first half of [`Adapter::destroy_tabled`]: removes an object of kind `K` from its
+    /// table, so that no handle reaches it any more.
+    ///
+    /// # Safety
+    ///
+    /// `raw` must be an object of kind `K` of `dev` whose creation succeeded and whose data is
+    /// initialised.
+    pub(super) unsafe fn leave_table<K: Tabled<T>>(dev: &Device<T>, raw: *mut K::Raw) {
+        // SAFETY: Guaranteed by the caller.
         let index = unsafe { K::index(raw) };
         K::table(dev).remove(index, raw);
+    }
+
+    /// The second half of [`Adapter::destroy_tabled`]: lets the driver destroy an object of kind
+    /// `K` that left its table, then drops its data in place.
+    ///
+    /// # Safety
+    ///
+    /// `raw` must be an object of kind `K` of `dev` whose creation succeeded, which the core is
+    /// destroying (once) and which [`Adapter::leave_table`] removed from its table.
+    pub(super) unsafe fn destroy_untabled<K: Tabled<T>>(dev: &Device<T>, raw: *mut K::Raw) {
         // SAFETY: No longer reachable through the table; the driver's callback is the last user
         // of the data, which is dropped once, after it.
         unsafe {
