@@ -232,7 +232,6 @@ lab_kobject_releases_delayed() {
 # calls into the module: a KASAN report and an oops once it is gone). Returns at
 # once on a kernel without the option.
 lab_wait_kobject_releases() {
-	lab_kobject_releases_delayed || return 0
 	waited=0
 	while [ "$waited" -lt 60 ]; do
 		last=$(dmesg | grep -E "kobject_release, parent .* \(delayed [0-9]+\)" | tail -n 1 |

@@ -249,10 +249,9 @@ impl WorkQueue {
         }
         // Not done (the invariant): the work completed out of order stays behind it.
         let slot = self.slot(self.completed);
-        let wr_id = self.work.get(slot)?.wr_id;
-        if let Some(w) = self.work.get_mut(slot) {
-            w.done = true;
-        }
+        let work = self.work.get_mut(slot)?;
+        work.done = true;
+        let wr_id = work.wr_id;
         self.retire_done();
         Some(wr_id)
     }
