@@ -41,7 +41,7 @@ pub use ah::{Ah, AhAttr};
 pub use attr::{device_cap, port_cap, DeviceAttr, FwVersion, GidAttr, PortAttr, PortImmutable};
 pub use counters::CounterDesc;
 pub use cq::{Cq, CqInitAttr, CQ_EVENT_ERR};
-pub use device::{Device, DeviceHandle, Registration, UnregisteredDevice};
+pub use device::{Device, DeviceHandle, DeviceName, Registration, UnregisteredDevice};
 pub use mr::{Access, AccessFlags, Mr, MrKeys, MrType};
 pub use objects::{Pd, UserContext, Vma};
 pub use ops::Operations;
@@ -58,7 +58,7 @@ pub use umem::{Umem, UserCqBuffer};
 pub use wc::{network_type, wc_flags, wc_opcode, wc_status, NotifyFlags, WcSink, WorkCompletion};
 pub use wr::{
     send_flags, AtomicFields, PostError, RdmaFields, RecvWr, RecvWrs, RegFields, SendWr, SendWrs,
-    Sge, UdFields, WrOpcode,
+    Sge, UdFields, WrId, WrOpcode,
 };
 
 use crate::bindings;

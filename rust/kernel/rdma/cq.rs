@@ -52,17 +52,59 @@ core_object!(
 pub const CQ_EVENT_ERR: u32 = bindings::ib_event_type_IB_EVENT_CQ_ERR;
 
 impl<T: Operations> Cq<T> {
-    /// Tells the CQ's consumer that a completion arrived (calls its `comp_handler`).
+    /// Tells the CQ's consumer that a completion arrived (calls its `comp_handler`). Returns
+    /// whether it did: not for a kernel CQ the core is still setting up, which no completion can
+    /// have reached yet.
     ///
     /// May be called from interrupt context.
-    pub fn complete(&self) {
+    pub fn complete(&self) -> bool {
         let cq = self.as_raw();
-        // SAFETY: The CQ is live (type invariant); the core sets `comp_handler` and `cq_context`
-        // before the CQ is used and does not change them while it lives.
+        let Some(handler) = self.ready_handler() else {
+            return false;
+        };
+        // SAFETY: The CQ is live (type invariant) and its consumer is ready (`ready_handler`): the
+        // core has set the handler, `cq_context` and what the handler uses, and does not change
+        // them while the CQ lives.
+        unsafe { handler(cq, (*cq).cq_context) };
+        true
+    }
+
+    /// The CQ's completion handler, if its consumer has finished setting the CQ up so that the
+    /// handler may run.
+    ///
+    /// uverbs and `__ib_create_cq()` set a CQ's handler and context before `create_cq`. A CQ of
+    /// `__ib_alloc_cq()` (the one with `wc`, the core's polling array, allocated before
+    /// `create_cq`) is still being set up when `create_cq` returns and the driver can reach it:
+    /// the core then sets the handler, then what the handler of the polling context uses
+    /// (`irq_poll_init()` of `iop`; `INIT_WORK()`, arming the CQ, then `comp_wq`). No legitimate
+    /// notification can come before that (no QP uses the CQ yet), but a device that lies could
+    /// send one, and the handler would then schedule an uninitialised `irq_poll` or queue work on
+    /// a NULL workqueue. So such a CQ is ready once the field its handler needs that the core sets
+    /// last is set; the fields that may be being written are read with volatile reads.
+    fn ready_handler(&self) -> bindings::ib_comp_handler {
+        let cq = self.as_raw();
+        // SAFETY: The CQ is live (type invariant): its fields may be read. `wc` and `poll_ctx`
+        // are set before `create_cq` and do not change while the CQ lives; the others are read
+        // with volatile reads of pointer-sized, aligned fields, which see either NULL (the zeroed
+        // allocation) or the value the core stores.
         unsafe {
-            if let Some(handler) = (*cq).comp_handler {
-                handler(cq, (*cq).cq_context);
+            let handler = core::ptr::read_volatile(core::ptr::addr_of!((*cq).comp_handler));
+            if handler.is_none() || (*cq).wc.is_null() {
+                // None yet, or not `__ib_alloc_cq()`'s CQ: set up before `create_cq`.
+                return handler;
             }
+            let ready = match (*cq).poll_ctx {
+                bindings::ib_poll_context_IB_POLL_SOFTIRQ => {
+                    core::ptr::read_volatile(core::ptr::addr_of!((*cq).__bindgen_anon_1.iop.poll))
+                        .is_some()
+                }
+                bindings::ib_poll_context_IB_POLL_WORKQUEUE
+                | bindings::ib_poll_context_IB_POLL_UNBOUND_WORKQUEUE => {
+                    !core::ptr::read_volatile(core::ptr::addr_of!((*cq).comp_wq)).is_null()
+                }
+                _ => true,
+            };
+            handler.filter(|_| ready)
         }
     }
 
@@ -77,7 +119,7 @@ impl<T: Operations> Cq<T> {
         let direct =
             unsafe { (*self.as_raw()).poll_ctx } == bindings::ib_poll_context_IB_POLL_DIRECT;
         if !direct {
-            self.complete();
+            let _ = self.complete();
         }
     }
 

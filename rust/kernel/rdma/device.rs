@@ -194,12 +194,50 @@ impl<T: Operations> Device<T> {
         unsafe { bindings::ib_dispatch_event(&ev) };
     }
 
-    /// The device's name, e.g. `vmw_pvrdma0` (empty before registration).
-    pub fn name(&self) -> &CStr {
-        // SAFETY: `name` is a NUL-terminated array inside a valid `ib_device`, written by the
-        // core before registration completes and then only renamed under the core's locks; the
-        // last byte is always NUL.
-        unsafe { CStr::from_char_ptr((*self.as_raw()).name.as_ptr()) }
+    /// A copy of the device's name, e.g. `vmw_pvrdma0` (empty before registration), for
+    /// messages.
+    ///
+    /// A copy, not a borrow: the core renames a device (`rdma dev set ... name`) by writing the
+    /// new name over the old one under a lock of its own, which drivers cannot take, so a name
+    /// read while that happens may be a mix of both (as C's readers of `ib_device::name` see it).
+    pub fn name(&self) -> DeviceName {
+        let mut name = [0u8; DEVICE_NAME_MAX];
+        // SAFETY: The device is valid (type invariant): its `name` array may be read. Volatile
+        // reads, as a rename may write it meanwhile.
+        // (The type says the array has `DEVICE_NAME_MAX` bytes.)
+        let src: *const [crate::ffi::c_char; DEVICE_NAME_MAX] =
+            unsafe { core::ptr::addr_of!((*self.as_raw()).name) };
+        for (i, byte) in name.iter_mut().enumerate().take(DEVICE_NAME_MAX - 1) {
+            // SAFETY: `i` is within the array `src` points to (both have `DEVICE_NAME_MAX`
+            // bytes); `c_char` and `u8` have the same size.
+            *byte = unsafe { core::ptr::read_volatile(src.cast::<u8>().add(i)) };
+        }
+        DeviceName(name)
+    }
+}
+
+/// The size of an RDMA device's name, its NUL included (C's `IB_DEVICE_NAME_MAX`).
+const DEVICE_NAME_MAX: usize = bindings::IB_DEVICE_NAME_MAX as usize;
+
+/// A copy of an RDMA device's name (see [`Device::name`]).
+///
+/// # Invariants
+///
+/// The last byte is NUL.
+#[derive(Clone, Copy)]
+pub struct DeviceName([u8; DEVICE_NAME_MAX]);
+
+impl DeviceName {
+    /// The name, up to its first NUL.
+    pub fn as_c_str(&self) -> &CStr {
+        // The type invariant puts a NUL in the array, so there is always one to find.
+        CStr::from_bytes_until_nul(&self.0).unwrap_or(c"")
+    }
+}
+
+impl crate::fmt::Display for DeviceName {
+    fn fmt(&self, f: &mut crate::fmt::Formatter<'_>) -> crate::fmt::Result {
+        crate::fmt::Display::fmt(self.as_c_str(), f)
     }
 }
 

@@ -2,7 +2,7 @@
 
 //! Work completions: polling and arming a kernel CQ.
 
-use super::{ops::Operations, qp::Qp, Device};
+use super::{ops::Operations, qp::Qp, wr::WrId, Device};
 use crate::bindings;
 use core::marker::PhantomData;
 
@@ -29,11 +29,12 @@ impl NotifyFlags {
 
 /// A work completion, as a driver reports it (C's `struct ib_wc`, without the QP pointer: the
 /// driver names the QP by its device handle to [`WcSink::push`]).
-#[derive(Clone, Copy, Default, Debug)]
+///
+/// Made with [`WorkCompletion::new`], whose other fields are zero, and struct update syntax.
+#[derive(Debug)]
 pub struct WorkCompletion {
-    /// The work request's ID, as the consumer posted it: kernel consumers take it for a pointer
-    /// (a `struct ib_cqe *`), so it must never be a value read back from the device.
-    pub wr_id: u64,
+    /// The ID of the work request completed, which only that request gives (see [`WrId`]).
+    pub wr_id: WrId,
     /// C's `enum ib_wc_status` (see [`wc_status`]).
     pub status: u32,
     /// C's `enum ib_wc_opcode` (see [`wc_opcode`]).
@@ -65,6 +66,31 @@ pub struct WorkCompletion {
     pub vlan_id: u16,
     /// Network header type (with `wc_flags::WITH_NETWORK_HDR_TYPE`): one of [`network_type`].
     pub network_hdr_type: u8,
+}
+
+impl WorkCompletion {
+    /// A completion of the work request `wr_id` with `status` (one of [`wc_status`]) and `opcode`
+    /// (one of [`wc_opcode`]); every other field zero.
+    pub fn new(wr_id: WrId, status: u32, opcode: u32) -> Self {
+        Self {
+            wr_id,
+            status,
+            opcode,
+            vendor_err: 0,
+            byte_len: 0,
+            ex: 0,
+            src_qp: 0,
+            slid: 0,
+            wc_flags: 0,
+            pkey_index: 0,
+            sl: 0,
+            dlid_path_bits: 0,
+            port_num: 0,
+            smac: [0; 6],
+            vlan_id: 0,
+            network_hdr_type: 0,
+        }
+    }
 }
 
 /// Work completion statuses (C's `enum ib_wc_status`).
@@ -191,7 +217,7 @@ impl<'a, T: Operations> WcSink<'a, T> {
         let dev = self.dev;
         let written = dev.with_qp(qp_handle, |qp: &Qp<T>| {
             let wc = f(qp)?;
-            Some(self.write(qp, &wc))
+            Some(self.write(qp, wc))
         });
         written.flatten().unwrap_or(false)
     }
@@ -200,14 +226,14 @@ impl<'a, T: Operations> WcSink<'a, T> {
     /// [`Device::for_each_qp`]), as a driver does for work it completes itself: a device declared
     /// dead completes nothing, so its driver flushes the outstanding work. Returns `false`,
     /// writing nothing, if there is no room or `qp` belongs to another device.
-    pub fn push_for(&mut self, qp: &Qp<T>, wc: &WorkCompletion) -> bool {
+    pub fn push_for(&mut self, qp: &Qp<T>, wc: WorkCompletion) -> bool {
         // SAFETY: `qp` is live (type invariant of `Qp`), so its `device` field may be read.
         let same_device = unsafe { (*qp.as_raw()).device } == self.dev.as_raw();
         same_device && self.write(qp, wc)
     }
 
     /// Fills the next entry with `wc` as a completion of `qp`; `false` if there is no room.
-    fn write(&mut self, qp: &Qp<T>, wc: &WorkCompletion) -> bool {
+    fn write(&mut self, qp: &Qp<T>, wc: WorkCompletion) -> bool {
         if !self.has_room() {
             return false;
         }
@@ -216,7 +242,9 @@ impl<'a, T: Operations> WcSink<'a, T> {
         // invariant).
         unsafe {
             out.write(bindings::ib_wc {
-                __bindgen_anon_1: bindings::ib_wc__bindgen_ty_1 { wr_id: wc.wr_id },
+                __bindgen_anon_1: bindings::ib_wc__bindgen_ty_1 {
+                    wr_id: wc.wr_id.into_raw(),
+                },
                 status: wc.status,
                 opcode: wc.opcode,
                 vendor_err: wc.vendor_err,

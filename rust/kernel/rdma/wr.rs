@@ -12,6 +12,28 @@ use super::{
 use crate::{bindings, error::Error};
 use core::marker::PhantomData;
 
+/// The ID of a posted work request, to report in the request's completion.
+///
+/// Kernel consumers take the ID of a completion for a pointer (a `struct ib_cqe *`, whose `done`
+/// the core calls), so a driver must report exactly the IDs it was posted, each at most once. An
+/// ID is obtained only by consuming the work request it belongs to ([`SendWr::into_wr_id`],
+/// [`RecvWr::into_wr_id`]) and is neither `Copy` nor `Clone`: safe code can neither make one up
+/// nor report one request twice.
+///
+/// # Invariants
+///
+/// Holds the `wr_id` of a work request as a consumer posted it to this driver; each posting of a
+/// request yields one `WrId`.
+#[derive(Debug)]
+pub struct WrId(u64);
+
+impl WrId {
+    /// The ID as the consumer gave it, for a completion to be written.
+    pub(super) fn into_raw(self) -> u64 {
+        self.0
+    }
+}
+
 /// A scatter/gather entry (C's `struct ib_sge`).
 #[repr(C)]
 #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
@@ -175,10 +197,13 @@ impl<'a, T: Operations> SendWr<'a, T> {
         unsafe { &*core::ptr::from_ref::<bindings::ib_send_wr>(self.raw).cast::<C>() }
     }
 
-    /// The ID reported in the completion.
-    pub fn wr_id(&self) -> u64 {
+    /// The ID to report in the request's completion; consumes the request, of which the
+    /// driver takes everything else first.
+    pub fn into_wr_id(self) -> WrId {
         // SAFETY: Both union members are 64-bit values; reading the integer is always valid.
-        unsafe { self.raw.__bindgen_anon_1.wr_id }
+        // INVARIANT: The request was posted, and `self` is consumed: `SendWrs` yields each
+        // request of a post once.
+        WrId(unsafe { self.raw.__bindgen_anon_1.wr_id })
     }
 
     /// The opcode; `None` for one beyond the IB spec's (LSO, memory windows, driver-specific),
@@ -330,10 +355,13 @@ pub struct RecvWr<'a> {
 }
 
 impl<'a> RecvWr<'a> {
-    /// The ID reported in the completion.
-    pub fn wr_id(&self) -> u64 {
+    /// The ID to report in the request's completion; consumes the request, of which the
+    /// driver takes everything else first.
+    pub fn into_wr_id(self) -> WrId {
         // SAFETY: Both union members are 64-bit values.
-        unsafe { self.raw.__bindgen_anon_1.wr_id }
+        // INVARIANT: The request was posted, and `self` is consumed: `RecvWrs` yields each
+        // request of a post once.
+        WrId(unsafe { self.raw.__bindgen_anon_1.wr_id })
     }
 
     /// The scatter/gather list.

@@ -1,5 +1,5 @@
 #!/bin/sh
-# lab-about: the driver against a device that lies (the patched model's fault injection, tools/qemu patch 16), one fault at a time: async events and CQ notifications naming no object, an interrupt storm, a command answered with another command's response code, a stray kernel CQE of an unknown QP, two kernel CQEs of one queue in reverse order (as QEMU's backend reports a work request that fails at once while earlier ones are in flight), capabilities out of range at probe, each survived with a clean error (the Rust driver counting the stale events and the wrong response in its hardware counters) and the device carrying ibv_rc_pingpong or rping after it; then a fault that leaves the device untrustworthy (by default a kernel CQE with a wr_id never posted): the device is declared dead, IBV_EVENT_DEVICE_FATAL reaches user space, rping and ibv_rc_pingpong fail cleanly within their limits, and removal completes; dmesg free of oops/WARN/KASAN
+# lab-about: the driver against a device that lies (the patched model's fault injection, tools/qemu patch 16), one fault at a time: async events and CQ notifications naming no object, an interrupt storm, a command answered with another command's response code, a stray kernel CQE of an unknown QP, two kernel CQEs of one queue in reverse order (as QEMU's backend reports a work request that fails at once while earlier ones are in flight), a notification of a kernel CQ at its arm inside ib_alloc_cq(), capabilities out of range at probe, each survived with a clean error (the Rust driver counting the stale events and the wrong response in its hardware counters) and the device carrying ibv_rc_pingpong or rping after it; then a fault that leaves the device untrustworthy (by default a kernel CQE with a wr_id never posted): the device is declared dead, IBV_EVENT_DEVICE_FATAL reaches user space, rping and ibv_rc_pingpong fail cleanly within their limits, and removal completes; dmesg free of oops/WARN/KASAN
 # lab-timeout: 600
 . "$LAB_DIR/lib.sh"
 
@@ -16,14 +16,16 @@
 # the guest, read out of bounds or hang: the kernel CQE faults (it takes the
 # device's wr_id for the MAD layer's pointer, indexes its QP table with the
 # low 16 bits of any QP handle, and stops polling a CQ at an entry it cannot
-# use).
+# use), and a notification of a kernel CQ the RDMA core is still setting up
+# (it calls the CQ's handler, which queues work on the CQ's workqueue, not
+# set yet).
 
 name=hostile_device
 if [ "$LAB_DRIVER" = c ]; then
 	survivable_default="stale-events irq-storm cmd-wrong-response cmd-no-response cqe-reorder caps"
 	fatal_default=none
 else
-	survivable_default="stale-events irq-storm cmd-wrong-response cqe-unknown-qp cqe-reorder caps"
+	survivable_default="stale-events irq-storm cmd-wrong-response cqe-unknown-qp cqe-reorder cq-arm-notify caps"
 	fatal_default=cqe-bad-wr-id
 fi
 faults=${LAB_HOSTILE_FAULTS:-$survivable_default}
@@ -164,6 +166,24 @@ for kind in $faults; do
 		rping_ok "$kind"
 		happened "$kind" 10
 		;;
+	cq-arm-notify)
+		# A notification of the first kernel CQ the next probe arms (the MAD
+		# layer's, in ib_alloc_cq(), which sets the CQ's workqueue only after
+		# the arm returns), at the arm, with nothing in the CQ: dropped, as its
+		# consumer is not ready for it (handing it over queued work on a NULL
+		# workqueue); then MADs flow through that CQ (rping).
+		out=$LAB_RESULTS/$kind-modules.txt
+		timeout 60 rmmod "$LAB_MODULE_NAME" >"$out" 2>&1
+		lab_check_exit "$kind: rmmod $LAB_MODULE_NAME" $? "$out" 60
+		arm "$kind"
+		timeout 60 insmod "$LAB_MODULE" >>"$out" 2>&1
+		lab_check_exit "$kind: insmod $LAB_MODULE" $? "$out" 60
+		happened "$kind" 10
+		lab_wait_device 60 || lab_fail "$name: $kind: $LAB_WAIT_FAILURE"
+		# The new device's counters start at 0.
+		stale_before=0
+		rping_ok "$kind"
+		;;
 	caps)
 		# Probe against capabilities out of range: refused; then a clean probe.
 		out=$LAB_RESULTS/caps-modules.txt
@@ -192,6 +212,7 @@ for kind in $faults; do
 		[ "$LAB_DRIVER" = c ] || expect_dmesg "$kind" "dropped a completion of QP handle 0xfffffff0" "the stray completion"
 		counted "$kind" stale_events "$stale_before"
 		;;
+	cq-arm-notify) counted "$kind" stale_events "$stale_before" ;;
 	cqe-reorder)
 		! grep -q "declaring the device dead" "$LAB_RESULTS/dmesg-$kind.txt" ||
 			lab_fail "$name: $kind: completions out of order taken for a lie: $(grep -m 1 'declaring the device dead' "$LAB_RESULTS/dmesg-$kind.txt")"

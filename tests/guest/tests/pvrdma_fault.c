@@ -41,6 +41,7 @@ static const char *const kinds[] = {
 	[9] = "stale-events",
 	[10] = "caps",
 	[11] = "cqe-reorder",
+	[12] = "cq-arm-notify",
 };
 #define NKINDS (sizeof(kinds) / sizeof(kinds[0]))
 

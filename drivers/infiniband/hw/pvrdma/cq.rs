@@ -18,7 +18,7 @@ use kernel::{
     prelude::*,
     rdma::{
         self, Access, CqInitAttr, ResEntry, TableIndex, UData, Umem, UserContext, UserCqBuffer,
-        WcSink, WorkCompletion,
+        WcSink, WorkCompletion, WrId,
     },
     sync::SpinLockIrq,
 };
@@ -63,8 +63,19 @@ impl Cq {
     }
 }
 
+/// What a kernel CQ's completion is to the QP it names.
+#[derive(Clone, Copy)]
+enum Found {
+    /// Outstanding work of the QP: reported.
+    Work,
+    /// Unsignaled work a later completion completed: nothing to report.
+    Retired,
+    /// Work the QP does not have: the device lies.
+    Impossible,
+}
+
 /// Converts a device completion into the RDMA core's, with the caller's `wr_id`.
-fn work_completion(cqe: &Cqe, wr_id: u64) -> WorkCompletion {
+fn work_completion(cqe: &Cqe, wr_id: WrId) -> WorkCompletion {
     WorkCompletion {
         wr_id,
         // The device's statuses are the core's, value for value; unknown ones are general errors.
@@ -273,23 +284,29 @@ impl Cq {
                     // A completion of a QP destroyed meanwhile names nothing: dropped (the
                     // destroy removed those already written; the device writes none after).
                     // What the QP made of the completion (`None`: no live QP has the handle).
-                    let mut found: Option<Option<Completed>> = None;
-                    let pushed = sink.push(qp_handle, |qp| {
-                        found = Some(qp.completed_work(self.handle, &cqe));
-                        match found {
-                            Some(Some(Completed::Work(wr_id))) => {
+                    let mut found: Option<Found> = None;
+                    let pushed =
+                        sink.push(qp_handle, |qp| match qp.completed_work(self.handle, &cqe) {
+                            Some(Completed::Work(wr_id)) => {
+                                found = Some(Found::Work);
                                 Some(work_completion(&cqe, wr_id))
                             }
-                            _ => None,
-                        }
-                    });
+                            Some(Completed::Retired) => {
+                                found = Some(Found::Retired);
+                                None
+                            }
+                            None => {
+                                found = Some(Found::Impossible);
+                                None
+                            }
+                        });
                     match found {
-                        Some(None) => {
+                        Some(Found::Impossible) => {
                             return Err("a kernel CQ's completion names work its QP does not have")
                         }
                         // Unsignaled work a later completion completed: nothing to report.
-                        Some(Some(Completed::Retired)) => continue,
-                        _ => {}
+                        Some(Found::Retired) => continue,
+                        Some(Found::Work) | None => {}
                     }
                     if !pushed {
                         dev.hw.stats.stale_events.inc();

@@ -143,10 +143,19 @@ impl irq::Handler for CqNotifyIrq {
         let drained = self.events.with_device(|dev| {
             self.hw.drain_cq_notifications(|handle| {
                 stats.cq_notifications.inc();
-                // A notification for a CQ destroyed meanwhile names nothing.
-                if dev.with_cq(handle, |cq| cq.complete()).is_none() {
-                    stats.stale_events.inc();
-                    pr_debug!("notification for unknown CQ {}\n", handle);
+                // A notification for a CQ destroyed meanwhile names nothing; one for a kernel CQ
+                // the core is still setting up reaches nobody (a lie: nothing can have
+                // completed on it yet).
+                match dev.with_cq(handle, |cq| cq.complete()) {
+                    Some(true) => {}
+                    Some(false) => {
+                        stats.stale_events.inc();
+                        pr_debug!("notification for CQ {} before it was set up\n", handle);
+                    }
+                    None => {
+                        stats.stale_events.inc();
+                        pr_debug!("notification for unknown CQ {}\n", handle);
+                    }
                 }
             })
         });

@@ -37,7 +37,7 @@ use core::mem::{offset_of, size_of};
 use kernel::{
     page::PAGE_SIZE,
     prelude::*,
-    rdma,
+    rdma::{self, WrId},
     sync::barrier::{dma_mb, Write},
 };
 use zerocopy::{Immutable, IntoBytes};
@@ -78,10 +78,11 @@ impl Side {
 }
 
 /// The work request a slot holds.
-#[derive(Clone, Copy, Default)]
+#[derive(Default)]
 struct Work {
-    /// The caller's `wr_id`.
-    wr_id: u64,
+    /// The caller's `wr_id`, until a completion reports it (`None` for a free slot, and for
+    /// work reported or completed without a report).
+    wr_id: Option<WrId>,
     /// Whether the device reports its successful completion.
     signaled: bool,
     /// Whether it completed (outstanding work only; see [`WorkQueue`]).
@@ -89,10 +90,9 @@ struct Work {
 }
 
 /// What a completion the device reported for a queue's work is.
-#[derive(Clone, Copy)]
 pub(crate) enum Completed {
     /// The completion of outstanding work, whose caller's `wr_id` this is.
-    Work(u64),
+    Work(WrId),
     /// A completion of unsignaled work that a later completion already completed: nothing to
     /// report (see the module's documentation).
     Retired,
@@ -104,7 +104,7 @@ pub(crate) enum Completed {
 ///
 /// `slots` is a power of two; `base + slots * wqe_size` lies inside the directory, and
 /// `wqe_size` divides `PAGE_SIZE` and holds a header plus `max_sge` scatter/gather entries.
-/// `work` has `slots` entries. The counters are sequence numbers (modulo 2^32):
+/// `work` has `slots` entries; outstanding work that is not done holds its `wr_id`. The counters are sequence numbers (modulo 2^32):
 /// `completed <= swept <= posted` and `posted - completed <= slots`. The outstanding work has the
 /// sequence numbers `completed .. posted` and is in the slots they name (modulo `slots`); the
 /// work at `completed`, if any, is not done. No unsignaled work before `swept` is outstanding
@@ -166,7 +166,13 @@ impl WorkQueue {
             wqe_size,
             side,
             signal_all,
-            work: KVec::from_elem(Work::default(), slots as usize, GFP_KERNEL)?,
+            work: {
+                let mut work = KVec::with_capacity(slots as usize, GFP_KERNEL)?;
+                for _ in 0..slots {
+                    work.push(Work::default(), GFP_KERNEL)?;
+                }
+                work
+            },
             posted: 0,
             completed: 0,
             swept: 0,
@@ -196,7 +202,7 @@ impl WorkQueue {
             return (behind != 0 && behind <= u32::MAX / 2).then_some(Completed::Retired);
         }
         let slot = self.slot(seq);
-        let work = *self.work.get(slot)?;
+        let work = self.work.get(slot)?;
         if work.done {
             return (!work.signaled).then_some(Completed::Retired);
         }
@@ -207,17 +213,23 @@ impl WorkQueue {
             while earlier != seq {
                 let slot = self.slot(earlier);
                 if let Some(w) = self.work.get_mut(slot) {
-                    w.done |= !w.signaled;
+                    if !w.signaled {
+                        // Completed without a report of its own.
+                        w.done = true;
+                        w.wr_id = None;
+                    }
                 }
                 earlier = earlier.wrapping_add(1);
             }
             self.swept = seq.wrapping_add(1);
         }
-        if let Some(w) = self.work.get_mut(slot) {
+        let wr_id = self.work.get_mut(slot).and_then(|w| {
             w.done = true;
-        }
+            w.wr_id.take()
+        });
         self.retire_done();
-        Some(Completed::Work(work.wr_id))
+        // Not done, so it holds its `wr_id` (the invariant).
+        Some(Completed::Work(wr_id?))
     }
 
     /// Moves the oldest outstanding work past the work that is done.
@@ -243,7 +255,7 @@ impl WorkQueue {
 
     /// Takes the oldest outstanding work request's `wr_id`, for a completion the driver makes
     /// itself (a dead device completes nothing: its driver flushes what is outstanding).
-    pub(crate) fn take_unfinished(&mut self) -> Option<u64> {
+    pub(crate) fn take_unfinished(&mut self) -> Option<WrId> {
         if !self.has_unfinished() {
             return None;
         }
@@ -251,17 +263,17 @@ impl WorkQueue {
         let slot = self.slot(self.completed);
         let work = self.work.get_mut(slot)?;
         work.done = true;
-        let wr_id = work.wr_id;
+        let wr_id = work.wr_id.take();
         self.retire_done();
-        Some(wr_id)
+        wr_id
     }
 
     /// Records the work request `wr_id` (`signaled` as its flags ask) in the slot of the next
     /// sequence number, which the caller checked is free.
-    fn record(&mut self, wr_id: u64, signaled: bool) -> Result {
+    fn record(&mut self, wr_id: WrId, signaled: bool) -> Result {
         let slot = self.slot(self.posted);
         *self.work.get_mut(slot).ok_or(EINVAL)? = Work {
-            wr_id,
+            wr_id: Some(wr_id),
             signaled: signaled || self.signal_all,
             done: false,
         };
@@ -285,7 +297,7 @@ impl WorkQueue {
     /// too many entries, `ENOMEM` if the queue is full.
     pub(crate) fn push_unsent<H: WqeHeader>(
         &mut self,
-        wr_id: u64,
+        wr_id: WrId,
         signaled: bool,
         sges: &[rdma::Sge],
     ) -> Result {
@@ -313,7 +325,7 @@ impl WorkQueue {
     pub(crate) fn push<H: WqeHeader>(
         &mut self,
         pdir: &PageDir,
-        wr_id: u64,
+        wr_id: WrId,
         signaled: bool,
         mut hdr: H,
         sges: &[rdma::Sge],

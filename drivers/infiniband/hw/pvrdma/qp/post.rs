@@ -43,12 +43,13 @@ impl Qp {
             &self.sq,
             wrs,
             |ring, pdir, wr, dead| {
-                let hdr = send_wqe(self, wr)?;
+                let hdr = send_wqe(self, &wr)?;
                 let signaled = wr.send_flags() & rdma::send_flags::SIGNALED != 0;
+                let sges = wr.sges();
                 if dead {
-                    return ring.push_unsent::<SqWqeHdr>(wr.wr_id(), signaled, wr.sges());
+                    return ring.push_unsent::<SqWqeHdr>(wr.into_wr_id(), signaled, sges);
                 }
-                ring.push(pdir, wr.wr_id(), signaled, hdr, wr.sges())
+                ring.push(pdir, wr.into_wr_id(), signaled, hdr, sges)
             },
         )
     }
@@ -81,10 +82,11 @@ impl Qp {
                     total_len: 0,
                 };
                 // Every receive is signaled.
+                let sges = wr.sges();
                 if dead {
-                    return ring.push_unsent::<RqWqeHdr>(wr.wr_id(), true, wr.sges());
+                    return ring.push_unsent::<RqWqeHdr>(wr.into_wr_id(), true, sges);
                 }
-                ring.push(pdir, wr.wr_id(), true, hdr, wr.sges())
+                ring.push(pdir, wr.into_wr_id(), true, hdr, sges)
             },
         )
     }
@@ -126,7 +128,7 @@ fn post_all<W>(
     pdir: &PageDir,
     queue: &SpinLockIrq<Option<WorkQueue>>,
     wrs: impl Iterator<Item = W>,
-    mut push: impl FnMut(&mut WorkQueue, &PageDir, &W, bool) -> Result,
+    mut push: impl FnMut(&mut WorkQueue, &PageDir, W, bool) -> Result,
 ) -> core::result::Result<(), PostError> {
     let dead = dev.hw.is_dead();
     let mut guard = queue.lock();
@@ -135,7 +137,7 @@ fn post_all<W>(
     };
     let mut result = Ok(());
     for (index, wr) in wrs.enumerate() {
-        if let Err(error) = push(ring, pdir, &wr, dead) {
+        if let Err(error) = push(ring, pdir, wr, dead) {
             result = Err(PostError { error, index });
             break;
         }
@@ -170,13 +172,10 @@ pub(crate) fn flush_unfinished(qp: &rdma::Qp<IbDev>, cq_handle: u32, sink: &mut 
                 break;
             };
             let wc = WorkCompletion {
-                wr_id,
-                status: wc_status::WR_FLUSH_ERR,
-                opcode,
                 port_num: PORT,
-                ..Default::default()
+                ..WorkCompletion::new(wr_id, wc_status::WR_FLUSH_ERR, opcode)
             };
-            sink.push_for(qp, &wc);
+            sink.push_for(qp, wc);
         }
     }
 }
