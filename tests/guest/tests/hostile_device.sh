@@ -18,7 +18,7 @@
 # low 16 bits of any QP handle, and stops polling a CQ at an entry it cannot
 # use), and a notification of a kernel CQ the RDMA core is still setting up
 # (it calls the CQ's handler, which queues work on the CQ's workqueue, not
-# set yet).
+# set yet: a NULL pointer dereference in __queue_work()).
 
 name=hostile_device
 if [ "$LAB_DRIVER" = c ]; then
@@ -169,9 +169,12 @@ for kind in $faults; do
 	cq-arm-notify)
 		# A notification of the first kernel CQ the next probe arms (the MAD
 		# layer's, in ib_alloc_cq(), which sets the CQ's workqueue only after
-		# the arm returns), at the arm, with nothing in the CQ: dropped, as its
-		# consumer is not ready for it (handing it over queued work on a NULL
-		# workqueue); then MADs flow through that CQ (rping).
+		# the arm returns), at the arm, with nothing in the CQ. The C driver
+		# hands it to the CQ's handler at once, which queues work on the NULL
+		# workqueue (an oops). The Rust driver reads no notification before its
+		# device is registered (the CQ is set up by then; a kernel CQ made
+		# later, still being set up, is nfs_rdma's). Then MADs flow through
+		# that CQ (rping).
 		out=$LAB_RESULTS/$kind-modules.txt
 		timeout 60 rmmod "$LAB_MODULE_NAME" >"$out" 2>&1
 		lab_check_exit "$kind: rmmod $LAB_MODULE_NAME" $? "$out" 60
@@ -180,8 +183,6 @@ for kind in $faults; do
 		lab_check_exit "$kind: insmod $LAB_MODULE" $? "$out" 60
 		happened "$kind" 10
 		lab_wait_device 60 || lab_fail "$name: $kind: $LAB_WAIT_FAILURE"
-		# The new device's counters start at 0.
-		stale_before=0
 		rping_ok "$kind"
 		;;
 	caps)
@@ -212,7 +213,6 @@ for kind in $faults; do
 		[ "$LAB_DRIVER" = c ] || expect_dmesg "$kind" "dropped a completion of QP handle 0xfffffff0" "the stray completion"
 		counted "$kind" stale_events "$stale_before"
 		;;
-	cq-arm-notify) counted "$kind" stale_events "$stale_before" ;;
 	cqe-reorder)
 		! grep -q "declaring the device dead" "$LAB_RESULTS/dmesg-$kind.txt" ||
 			lab_fail "$name: $kind: completions out of order taken for a lie: $(grep -m 1 'declaring the device dead' "$LAB_RESULTS/dmesg-$kind.txt")"

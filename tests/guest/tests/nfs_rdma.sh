@@ -1,5 +1,5 @@
 #!/bin/sh
-# lab-about: NFS over RDMA through the driver under test (issue 13): nfsd with an RDMA listener (port 20049; TCP on loopback only) exports a tmpfs, mounted with -o proto=rdma,port=20049 (NFSv4.1) from the same guest; 8 MiB of random data written with O_DIRECT, read back and found in the export (checksums), a tree of files copied and compared, then nfsd stopped under a write and started again: the client reconnects over RDMA, reclaims its state and the write completes with the right data; umount, the consumers unloaded; dmesg free of kernel reports
+# lab-about: NFS over RDMA through the driver under test (issue 13): nfsd with an RDMA listener (port 20049; TCP on loopback only) exports a tmpfs, mounted with -o proto=rdma,port=20049 (NFSv4.1) from the same guest (with the Rust driver on the patched model, the device notifying the client's first CQ at its arm, while the RDMA core is still setting it up: dropped and counted); 8 MiB of random data written with O_DIRECT, read back and found in the export (checksums), a tree of files copied and compared, then nfsd stopped under a write and started again: the client reconnects over RDMA, reclaims its state and the write completes with the right data; umount, the consumers unloaded; dmesg free of kernel reports
 # lab-timeout: 600
 . "$LAB_DIR/lib.sh"
 
@@ -67,6 +67,22 @@ stop_nfsd() {
 start_nfsd start
 lab_note "nfsd: $(cat /proc/fs/nfsd/versions), listening on $(cat /proc/fs/nfsd/portlist)"
 
+# The Rust driver, on the patched model: a device that notifies the client's
+# first CQ (xprtrdma's send CQ, from ib_alloc_cq(), which sets the CQ's
+# workqueue only after it armed the CQ) at that arm, with nothing in it (QEMU
+# patch 24's fault `cq-arm-notify`). Handing that to the CQ's handler queues
+# work on a NULL workqueue (the C driver does: an oops, so it is not run on
+# it); the driver must drop it and count it as a stale event.
+arm_notify=
+if [ "$LAB_DRIVER" = rust ] && [ "$LAB_MODEL" = patched ]; then
+	lab_build_test pvrdma_fault
+	stale_file=/sys/class/infiniband/$LAB_DEV/ports/1/hw_counters/stale_events
+	stale_before=$(cat "$stale_file") || lab_fail "cannot read $stale_file"
+	/tmp/pvrdma_fault cq-arm-notify >"$R/fault.txt" 2>&1 ||
+		lab_fail "cannot arm the fault cq-arm-notify: $(lab_tail "$R/fault.txt")"
+	arm_notify=1
+fi
+
 mnt=/tmp/mnt
 mkdir -p "$mnt"
 t0=$(now)
@@ -83,6 +99,14 @@ echo "$stats" | grep -q "opts:.*proto=rdma,port=20049" ||
 echo "$stats" | grep -q "xprt:[[:space:]]*rdma " ||
 	lab_fail "the mount's RPC transport is not RDMA: $(echo "$stats" | grep xprt: | head -n 1)"
 lab_note "mounted $LAB_IP:/ on $mnt over RDMA in $(since "$t0") s"
+if [ -n "$arm_notify" ]; then
+	/tmp/pvrdma_fault --wait 10 >>"$R/fault.txt" 2>&1 ||
+		lab_fail "the fault cq-arm-notify did not happen during the mount: $(lab_tail "$R/fault.txt")"
+	stale_after=$(cat "$stale_file")
+	[ "$stale_after" -gt "$stale_before" ] ||
+		lab_fail "a notification of a CQ still being set up was not dropped as a stale event (stale_events $stale_before, then $stale_after)"
+	lab_note "cq-arm-notify: the notification at the arm of the client's first CQ dropped (stale_events $stale_before -> $stale_after)"
+fi
 
 # Raw data with O_DIRECT (every byte goes over the wire), read back the same
 # way, and found in the export itself.
