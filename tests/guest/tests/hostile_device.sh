@@ -76,6 +76,19 @@ rping_ok() {
 	[ "$pings" -eq 10 ] || lab_fail "$name: rping after $1: $pings pings, not 10: $(lab_tail "$cli")"
 }
 
+# probe_with KIND: the driver unloaded, fault KIND armed, the driver loaded
+# again: the fault happens at that probe (within 10 s). Module output in
+# $out ($LAB_RESULTS/KIND-modules.txt).
+probe_with() {
+	out=$LAB_RESULTS/$1-modules.txt
+	timeout 60 rmmod "$LAB_MODULE_NAME" >"$out" 2>&1
+	lab_check_exit "$1: rmmod $LAB_MODULE_NAME" $? "$out" 60
+	arm "$1"
+	timeout 60 insmod "$LAB_MODULE" >>"$out" 2>&1
+	lab_check_exit "$1: insmod $LAB_MODULE" $? "$out" 60
+	happened "$1" 10
+}
+
 # checked KIND: the kernel messages of fault KIND (since the mark) hold no report.
 checked() {
 	slice "$LAB_RESULTS/dmesg-$1.txt"
@@ -175,25 +188,13 @@ for kind in $faults; do
 		# device is registered (the CQ is set up by then; a kernel CQ made
 		# later, still being set up, is nfs_rdma's). Then MADs flow through
 		# that CQ (rping).
-		out=$LAB_RESULTS/$kind-modules.txt
-		timeout 60 rmmod "$LAB_MODULE_NAME" >"$out" 2>&1
-		lab_check_exit "$kind: rmmod $LAB_MODULE_NAME" $? "$out" 60
-		arm "$kind"
-		timeout 60 insmod "$LAB_MODULE" >>"$out" 2>&1
-		lab_check_exit "$kind: insmod $LAB_MODULE" $? "$out" 60
-		happened "$kind" 10
+		probe_with "$kind"
 		lab_wait_device 60 || lab_fail "$name: $kind: $LAB_WAIT_FAILURE"
 		rping_ok "$kind"
 		;;
 	caps)
 		# Probe against capabilities out of range: refused; then a clean probe.
-		out=$LAB_RESULTS/caps-modules.txt
-		timeout 60 rmmod "$LAB_MODULE_NAME" >"$out" 2>&1
-		lab_check_exit "$kind: rmmod $LAB_MODULE_NAME" $? "$out" 60
-		arm "$kind"
-		timeout 60 insmod "$LAB_MODULE" >>"$out" 2>&1
-		lab_check_exit "$kind: insmod $LAB_MODULE" $? "$out" 60
-		happened "$kind" 10
+		probe_with "$kind"
 		sleep 2
 		left=$(lab_first_device)
 		[ -z "$left" ] || lab_fail "$name: $kind: RDMA device $left registered with capabilities out of range"
