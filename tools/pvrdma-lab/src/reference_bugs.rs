@@ -403,6 +403,11 @@ fn reports(log: &str) -> Vec<Report> {
             if delayed_release(trimmed).is_some() {
                 continue;
             }
+            // And what KUnit prints meanwhile on another CPU (seen, kunit on the debug kernel: a
+            // result, an empty line, a test's location and a doctest's own output inside a WARN).
+            if is_kunit_line(trimmed) {
+                continue;
+            }
             if trimmed.starts_with("---[ end trace") {
                 report.trace.push(message.to_string());
                 reports.extend(current.take().map(|r| finish(r, &releases)));
@@ -429,6 +434,20 @@ fn reports(log: &str) -> Vec<Report> {
 
 /// Whether `message` is a device's own message (`dev_*()`: "<driver> <PCI
 /// address>: ..."), which no line of a WARN or BUG report is.
+/// Whether `line` (trimmed) is KUnit's: a KTAP result (`ok N name`, `not ok N name`), a KTAP
+/// diagnostic (`# ...`), an empty line between results, or the output of the `kernel` crate's
+/// doctests (`rust_doctests_kernel: ...`).
+fn is_kunit_line(line: &str) -> bool {
+    if line.is_empty() || line.starts_with("# ") || line.starts_with("rust_doctests_kernel: ") {
+        return true;
+    }
+    let rest = line
+        .strip_prefix("not ok ")
+        .or_else(|| line.strip_prefix("ok "));
+    rest.and_then(|r| r.split(' ').next())
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
 fn is_device_message(message: &str) -> bool {
     let Some((driver, rest)) = message.split_once(' ') else {
         return false;
@@ -1079,6 +1098,27 @@ unreferenced object 0xffff88800b72e290 (size 16):
             excuse(Driver::Rust, &scan(&worker), &[&worker], "").len(),
             1
         );
+    }
+
+    #[test]
+    fn a_kunit_result_inside_a_report_does_not_cut_it() {
+        // As seen (kunit, the C driver, debug kernel): a doctest's result from the CPU running
+        // the tests, right after the WARN's "Modules linked in".
+        let kunit = BLOCK_QUEUE_KOBJ.replace(
+            "[  350.563659] CPU: 0 UID",
+            "[  350.560000]     ok 358 rust_doctest_kernel_uaccess_rs_2\n\n[  350.563659] CPU: 0 UID",
+        )
+        .replace(
+            "[  350.565616] RIP: 0010:debug_print_object",
+            "[  350.565600]     # rust_doctest_kernel_workqueue_rs_0.location: rust/kernel/workqueue.rs:136\n\
+             [  350.565610] rust_doctests_kernel: The value is: 42\n\
+             [  350.565616] RIP: 0010:debug_print_object",
+        );
+        assert_ne!(kunit, BLOCK_QUEUE_KOBJ);
+        assert_eq!(excuse(Driver::C, &scan(&kunit), &[&kunit], "").len(), 1);
+        assert!(is_kunit_line("not ok 3 rust_rdma_device_name"));
+        assert!(!is_kunit_line("ok"));
+        assert!(!is_kunit_line("ok then"));
     }
 
     #[test]
