@@ -83,10 +83,10 @@ impl<T: Operations> Cq<T> {
     /// last is set; the fields that may be being written are read with volatile reads.
     fn ready_handler(&self) -> bindings::ib_comp_handler {
         let cq = self.as_raw();
-        // SAFETY: The CQ is live (type invariant): its fields may be read. `wc` and `poll_ctx`
-        // are set before `create_cq` and do not change while the CQ lives; the others are read
-        // with volatile reads of pointer-sized, aligned fields, which see either NULL (the zeroed
-        // allocation) or the value the core stores.
+        // `wc` and `poll_ctx` are set before `create_cq` and do not change while the CQ lives;
+        // the others are pointer-sized, aligned fields read with volatile reads, which see NULL
+        // (the zeroed allocation) or the value the core stores.
+        // SAFETY: The CQ is live (type invariant): its fields may be read.
         unsafe {
             let handler = core::ptr::read_volatile(core::ptr::addr_of!((*cq).comp_handler));
             if handler.is_none() || (*cq).wc.is_null() {

@@ -201,17 +201,13 @@ impl<T: Operations> Device<T> {
     /// new name over the old one under a lock of its own, which drivers cannot take, so a name
     /// read while that happens may be a mix of both (as C's readers of `ib_device::name` see it).
     pub fn name(&self) -> DeviceName {
-        let mut name = [0u8; DEVICE_NAME_MAX];
-        // SAFETY: The device is valid (type invariant): its `name` array may be read. Volatile
-        // reads, as a rename may write it meanwhile.
-        // (The type says the array has `DEVICE_NAME_MAX` bytes.)
-        let src: *const [crate::ffi::c_char; DEVICE_NAME_MAX] =
-            unsafe { core::ptr::addr_of!((*self.as_raw()).name) };
-        for (i, byte) in name.iter_mut().enumerate().take(DEVICE_NAME_MAX - 1) {
-            // SAFETY: `i` is within the array `src` points to (both have `DEVICE_NAME_MAX`
-            // bytes); `c_char` and `u8` have the same size.
-            *byte = unsafe { core::ptr::read_volatile(src.cast::<u8>().add(i)) };
-        }
+        // (The type says the C array has `DEVICE_NAME_MAX` bytes.)
+        let mut name: [u8; DEVICE_NAME_MAX] =
+            // SAFETY: The device is valid (type invariant): its `name` array may be read, with a
+            // volatile read, as a rename may write it meanwhile; any bytes are valid `u8`s.
+            unsafe { core::ptr::read_volatile(core::ptr::addr_of!((*self.as_raw()).name)) };
+        // INVARIANT: A NUL at the end, whatever was read.
+        name[DEVICE_NAME_MAX - 1] = 0;
         DeviceName(name)
     }
 }
