@@ -56,6 +56,11 @@ pub mod cm_attr {
             _ => "?",
         }
     }
+
+    /// The attribute a short name of [`name`] stands for (`"RTU"`), if any.
+    pub fn by_name(name: &str) -> Option<u16> {
+        (CLASS_PORT_INFO..=APR).find(|&id| self::name(id) != "?" && self::name(id) == name)
+    }
 }
 
 /// The common MAD header, decoded to host values.
@@ -174,6 +179,22 @@ fn be32(b: &[u8]) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cm_attribute_names_round_trip() {
+        for id in [
+            cm_attr::REQ,
+            cm_attr::REP,
+            cm_attr::RTU,
+            cm_attr::SIDR_REQ,
+            cm_attr::APR,
+        ] {
+            assert_eq!(cm_attr::by_name(cm_attr::name(id)), Some(id));
+        }
+        assert_eq!(cm_attr::by_name("?"), None);
+        assert_eq!(cm_attr::by_name("rtu"), None);
+        assert_eq!(cm_attr::by_name(""), None);
+    }
 
     #[test]
     fn header_round_trip_and_offsets() {

@@ -7,13 +7,16 @@
 //! times its client guest is started again after it ends
 //! (`# lab-client-restarts: 1`: a peer that dies and comes back), and whether
 //! the mux delivers the first MAD it routes as a burst of copies
-//! (`# lab-mad-burst: 200`: a flood of the receiving QP1).
+//! (`# lab-mad-burst: 200`: a flood of the receiving QP1; `# lab-mad-burst:
+//! 200 RTU`: of the first MAD routed with that CM attribute).
 
 use std::fmt::Display;
 use std::fs;
 use std::ops::RangeInclusive;
 use std::path::Path;
 use std::str::FromStr;
+
+use pvrdma_fabric::mad::cm_attr;
 
 /// The guest-side time limit of a script that does not declare one.
 const DEFAULT_TIMEOUT_SECS: u64 = 300;
@@ -42,8 +45,11 @@ pub struct GuestTest {
     /// Two guests: how often the client guest starts again after its QEMU ended.
     pub client_restarts: u8,
     /// How many times the mux delivers the first MAD it routes (1: once), from
-    /// `# lab-mad-burst:`.
+    /// `# lab-mad-burst: N`.
     pub mad_burst: u16,
+    /// The CM attribute whose first MAD routed is the one delivered `mad_burst`
+    /// times (`# lab-mad-burst: N RTU`); none: the first MAD routed.
+    pub mad_burst_of: Option<String>,
 }
 
 /// Whether `name` can name a test: it is passed on the guest's kernel command
@@ -89,6 +95,7 @@ pub fn discover(dir: &Path) -> Result<Vec<GuestTest>, String> {
             guests: header.guests,
             client_restarts: header.client_restarts,
             mad_burst: header.mad_burst,
+            mad_burst_of: header.mad_burst_of,
         });
     }
     tests.sort_by(|a, b| a.name.cmp(&b.name));
@@ -104,6 +111,7 @@ struct Header {
     guests: u8,
     client_restarts: u8,
     mad_burst: u16,
+    mad_burst_of: Option<String>,
 }
 
 /// Whether `arg` may go on the guest's kernel command line as one argument:
@@ -150,6 +158,7 @@ fn parse_header(text: &str) -> Result<Header, String> {
         guests: 1,
         client_restarts: 0,
         mad_burst: 1,
+        mad_burst_of: None,
     };
     for line in text.lines().take_while(|l| l.starts_with('#')) {
         if let Some(value) = line.strip_prefix("# lab-about:") {
@@ -167,7 +176,24 @@ fn parse_header(text: &str) -> Result<Header, String> {
             header.client_restarts =
                 number_in("lab-client-restarts", value, 0..=MAX_CLIENT_RESTARTS, "")?;
         } else if let Some(value) = line.strip_prefix("# lab-mad-burst:") {
-            header.mad_burst = number_in("lab-mad-burst", value, 1..=MAX_MAD_BURST, "")?;
+            let mut words = value.split_whitespace();
+            header.mad_burst = number_in(
+                "lab-mad-burst",
+                words.next().unwrap_or_default(),
+                1..=MAX_MAD_BURST,
+                "",
+            )?;
+            header.mad_burst_of = match (words.next(), words.next()) {
+                (None, _) => None,
+                (Some(attr), None) if cm_attr::by_name(attr).is_some() => Some(attr.to_string()),
+                _ => {
+                    return Err(format!(
+                        "lab-mad-burst must be N or N ATTR (a CM attribute: REQ, REP, RTU, ...), \
+                         not '{}'",
+                        value.trim()
+                    ))
+                }
+            };
         } else if let Some(value) = line.strip_prefix("# lab-kernel-args:") {
             for arg in value.split_whitespace() {
                 if !valid_kernel_arg(arg) {
@@ -204,6 +230,7 @@ mod tests {
                 guests: 1,
                 client_restarts: 0,
                 mad_burst: 1,
+                mad_burst_of: None,
             })
         );
     }
@@ -219,6 +246,7 @@ mod tests {
                 guests: 1,
                 client_restarts: 0,
                 mad_burst: 1,
+                mad_burst_of: None,
             })
         );
         assert_eq!(
@@ -230,6 +258,13 @@ mod tests {
             parse_header("# lab-mad-burst: 200\n").map(|h| h.mad_burst),
             Ok(200)
         );
+        assert_eq!(
+            parse_header("# lab-mad-burst: 200 RTU\n").map(|h| (h.mad_burst, h.mad_burst_of)),
+            Ok((200, Some("RTU".to_string())))
+        );
+        assert!(parse_header("# lab-mad-burst: 200 rtu\n").is_err());
+        assert!(parse_header("# lab-mad-burst: 200 RTU REQ\n").is_err());
+        assert!(parse_header("# lab-mad-burst: RTU\n").is_err());
         assert!(parse_header("# lab-mad-burst: 0\n").is_err());
         assert!(parse_header("# lab-mad-burst: 257\n").is_err());
         assert_eq!(parse_header("# lab-guests: 2\n").map(|h| h.guests), Ok(2));

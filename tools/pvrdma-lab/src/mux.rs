@@ -30,6 +30,8 @@ pub struct MuxFiles<'a> {
     pub stderr_log: &'a Path,
     /// How many times the first MAD routed is delivered (`--mad-burst`; 1: once).
     pub mad_burst: u16,
+    /// The CM attribute the burst is of (`--mad-burst-of`); none: the first MAD.
+    pub mad_burst_of: Option<&'a str>,
 }
 
 /// Starts the mux and returns once it is ready.
@@ -50,6 +52,12 @@ pub fn start(binary: &Path, files: &MuxFiles) -> Result<Guard, RunError> {
         .arg(files.log)
         .arg("--mad-burst")
         .arg(files.mad_burst.to_string())
+        .args(
+            files
+                .mad_burst_of
+                .into_iter()
+                .flat_map(|attr| ["--mad-burst-of", attr]),
+        )
         .stdin(Stdio::null())
         .stdout(stdout)
         .stderr(Stdio::piped());

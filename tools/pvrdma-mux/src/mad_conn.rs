@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pvrdma_fabric::gid::GidFmt;
+use pvrdma_fabric::mad::MadHdr;
 use pvrdma_fabric::mux_msg::{ErrCode, MsgType, MuxMsg, OpCode, MSG_SIZE};
 use pvrdma_fabric::wire::{AckStatus, Frame};
 
@@ -492,7 +493,9 @@ impl MadConn<'_> {
         };
         match (routed.decision, routed.target) {
             (Decision::Deliver { dest, detail }, Some((dest_id, outbox, msg))) => {
-                let copies = self.shared.copies_of_next_mad();
+                // Delivered, so it has a CM header.
+                let attr_id = MadHdr::parse(&req.mad[..mad_len]).map_or(0, |h| h.attr_id);
+                let copies = self.shared.copies_of_next_mad(attr_id);
                 if copies > 1 {
                     let queued = (1..copies).filter(|_| outbox.push(msg)).count();
                     log!(

@@ -1,17 +1,18 @@
 //! `pvrdma-mux --mad-socket PATH --fabric-socket PATH [--log FILE] [--ack-timeout-ms N]
-//! [--mad-burst N]`
+//! [--mad-burst N [--mad-burst-of ATTR]]`
 
 use std::io;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use pvrdma_fabric::mad::cm_attr;
 use pvrdma_mux::log::LogTarget;
 use pvrdma_mux::{log, Config, Mux};
 
 const USAGE: &str = "\
 usage: pvrdma-mux --mad-socket PATH --fabric-socket PATH [--log FILE] [--ack-timeout-ms N]
-                  [--mad-burst N]
+                  [--mad-burst N [--mad-burst-of ATTR]]
 
   --mad-socket PATH      unix socket QEMU's pvrdma mad-chardev connects to
                          (-chardev socket,id=mad0,path=PATH)
@@ -20,6 +21,9 @@ usage: pvrdma-mux --mad-socket PATH --fabric-socket PATH [--log FILE] [--ack-tim
   --ack-timeout-ms N     how long REG/UNREG wait for the library's ACK (default 2000)
   --mad-burst N          deliver the first MAD routed N times (1..=256; default 1):
                          a test's flood of the receiving QP1
+  --mad-burst-of ATTR    the burst is of the first MAD routed with this CM
+                         attribute (REQ, REP, RTU, DREQ, SIDR_REQ, ...) rather
+                         than of the first MAD routed
 
 Prints \"pvrdma-mux: ready\" to stderr once both sockets listen; SIGTERM or
 SIGINT stops it and removes the socket files.";
@@ -69,6 +73,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Config>, 
     let mut log = LogTarget::Stderr;
     let mut ack_timeout = pvrdma_mux::server::DEFAULT_ACK_TIMEOUT;
     let mut mad_burst = 1;
+    let mut mad_burst_of = None;
     while let Some(arg) = args.next() {
         let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
         match arg.as_str() {
@@ -92,6 +97,13 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Config>, 
                         "--mad-burst: not a number in 1..={MAX_MAD_BURST}: {v}"
                     ))?;
             }
+            "--mad-burst-of" => {
+                let v = value("--mad-burst-of")?;
+                mad_burst_of = Some(
+                    cm_attr::by_name(&v)
+                        .ok_or(format!("--mad-burst-of: not a CM attribute name: {v}"))?,
+                );
+            }
             "-h" | "--help" => return Ok(None),
             other => return Err(format!("unknown argument {other:?}")),
         }
@@ -107,6 +119,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Config>, 
         ack_timeout,
         log,
         mad_burst,
+        mad_burst_of,
     }))
 }
 
@@ -165,6 +178,8 @@ mod tests {
             "250",
             "--mad-burst",
             "64",
+            "--mad-burst-of",
+            "RTU",
         ]))
         .unwrap()
         .unwrap();
@@ -173,8 +188,12 @@ mod tests {
         assert!(matches!(c.log, LogTarget::File(p) if p == Path::new("/tmp/l")));
         assert_eq!(c.ack_timeout, Duration::from_millis(250));
         assert_eq!(c.mad_burst, 64);
-        let defaults = parse_args(args(&["--mad-socket", "/a", "--fabric-socket", "/b"]));
-        assert_eq!(defaults.unwrap().unwrap().mad_burst, 1);
+        assert_eq!(c.mad_burst_of, Some(cm_attr::RTU));
+        let defaults = parse_args(args(&["--mad-socket", "/a", "--fabric-socket", "/b"]))
+            .unwrap()
+            .unwrap();
+        assert_eq!(defaults.mad_burst, 1);
+        assert_eq!(defaults.mad_burst_of, None);
     }
 
     #[test]
@@ -202,6 +221,17 @@ mod tests {
                 burst,
             ]));
             assert!(parsed.is_err(), "--mad-burst {burst}");
+        }
+        for attr in ["rtu", "0x14", "", "?"] {
+            let parsed = parse_args(args(&[
+                "--mad-socket",
+                "/a",
+                "--fabric-socket",
+                "/b",
+                "--mad-burst-of",
+                attr,
+            ]));
+            assert!(parsed.is_err(), "--mad-burst-of {attr}");
         }
         assert!(parse_args(args(&["-h"])).unwrap().is_none());
     }

@@ -34,6 +34,10 @@ pub struct Config {
     /// aid: a burst of one MAD, as a flood of retries or a busy fabric would send,
     /// at the receiving device's QP1 (`--mad-burst`).
     pub mad_burst: usize,
+    /// The CM attribute the burst is of (`--mad-burst-of`): the first MAD routed
+    /// with it is the one delivered `mad_burst` times; `None`: the first MAD
+    /// routed, whatever it is.
+    pub mad_burst_of: Option<u16>,
 }
 
 impl Config {
@@ -45,6 +49,7 @@ impl Config {
             ack_timeout: DEFAULT_ACK_TIMEOUT,
             log: LogTarget::Stderr,
             mad_burst: 1,
+            mad_burst_of: None,
         }
     }
 }
@@ -61,15 +66,21 @@ pub struct Shared {
     pub stopping: AtomicBool,
     /// Copies the next routed MAD is delivered in; 1 once the burst was sent.
     mad_burst: AtomicUsize,
+    /// The CM attribute the burst waits for (`None`: any).
+    mad_burst_of: Option<u16>,
     /// Every open connection, to shut down on stop.
     conns: Mutex<HashMap<ConnId, UnixStream>>,
     next_id: AtomicU64,
 }
 
 impl Shared {
-    /// How many times to deliver the MAD being routed: the configured burst for
-    /// the first one, once for every other.
-    pub fn copies_of_next_mad(&self) -> usize {
+    /// How many times to deliver the MAD being routed, of CM attribute
+    /// `attr_id`: the configured burst for the first one (of the configured
+    /// attribute, if one is), once for every other.
+    pub fn copies_of_next_mad(&self, attr_id: u16) -> usize {
+        if self.mad_burst_of.is_some_and(|of| of != attr_id) {
+            return 1;
+        }
         self.mad_burst.swap(1, Ordering::Relaxed)
     }
 
@@ -111,6 +122,7 @@ impl Mux {
             ack_timeout: config.ack_timeout,
             stopping: AtomicBool::new(false),
             mad_burst: AtomicUsize::new(config.mad_burst.max(1)),
+            mad_burst_of: config.mad_burst_of,
             conns: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
         });

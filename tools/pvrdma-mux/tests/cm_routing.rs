@@ -141,7 +141,7 @@ fn many_deliveries_queue_in_order() {
 /// later one once.
 #[test]
 fn first_mad_delivered_as_a_burst() {
-    let t = TestMux::with_burst("burst", 5);
+    let t = TestMux::with_burst("burst", 5, None);
     let (_lib, _sink) = t.library();
     let mut a = t.qemu();
     let mut b = t.qemu();
@@ -159,6 +159,40 @@ fn first_mad_delivered_as_a_burst() {
     a.expect_nothing();
     assert!(
         t.wait_log("route: burst: 4 of 4 more copies queued"),
+        "{}",
+        t.dump_log()
+    );
+}
+
+/// `--mad-burst N --mad-burst-of RTU`: the MADs before the first RTU go once,
+/// that RTU N times, the MADs after it once.
+#[test]
+fn first_mad_of_an_attribute_delivered_as_a_burst() {
+    let t = TestMux::with_burst("burst-of", 4, Some(cm_attr::RTU));
+    let (_lib, _sink) = t.library();
+    let mut a = t.qemu();
+    let mut b = t.qemu();
+    assert_eq!(a.reg(G1), ErrCode::Ok);
+    assert_eq!(b.reg(G2), ErrCode::Ok);
+    let first = req(0x1111, &G2);
+    a.send_mad(G1, &first);
+    b.expect_delivery(G1, G2, &first);
+    b.expect_nothing();
+    let reply = cm_reply(cm_attr::REP, 0x2222, 0x1111);
+    b.send_mad(G2, &reply);
+    a.expect_delivery(G2, G1, &reply);
+    a.expect_nothing();
+    let rtu = cm_reply(cm_attr::RTU, 0x1111, 0x2222);
+    a.send_mad(G1, &rtu);
+    for _ in 0..4 {
+        b.expect_delivery(G1, G2, &rtu);
+    }
+    b.expect_nothing();
+    a.send_mad(G1, &rtu);
+    b.expect_delivery(G1, G2, &rtu);
+    b.expect_nothing();
+    assert!(
+        t.wait_log("route: burst: 3 of 3 more copies queued"),
         "{}",
         t.dump_log()
     );

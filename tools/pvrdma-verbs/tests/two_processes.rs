@@ -305,6 +305,7 @@ fn rc_and_ud_between_two_processes() {
         ack_timeout: Duration::from_secs(2),
         log: LogTarget::Memory(Arc::clone(&log)),
         mad_burst: 1,
+        mad_burst_of: None,
     })
     .unwrap();
     // This process's device connects to the mux on its first open.

@@ -66,15 +66,21 @@ impl TestMux {
     }
 
     pub fn with_timeout(tag: &str, ack_timeout: Duration) -> TestMux {
-        TestMux::with_config(tag, ack_timeout, 1)
+        TestMux::with_config(tag, ack_timeout, 1, None)
     }
 
-    /// A mux whose first routed MAD is delivered `mad_burst` times.
-    pub fn with_burst(tag: &str, mad_burst: usize) -> TestMux {
-        TestMux::with_config(tag, Duration::from_secs(2), mad_burst)
+    /// A mux whose first routed MAD (of CM attribute `of`, if given) is
+    /// delivered `mad_burst` times.
+    pub fn with_burst(tag: &str, mad_burst: usize, of: Option<u16>) -> TestMux {
+        TestMux::with_config(tag, Duration::from_secs(2), mad_burst, of)
     }
 
-    fn with_config(tag: &str, ack_timeout: Duration, mad_burst: usize) -> TestMux {
+    fn with_config(
+        tag: &str,
+        ack_timeout: Duration,
+        mad_burst: usize,
+        mad_burst_of: Option<u16>,
+    ) -> TestMux {
         let dir = TempDir::new(tag);
         let log = Arc::new(Mutex::new(Vec::new()));
         let mad = dir.path("mad.sock");
@@ -85,6 +91,7 @@ impl TestMux {
             ack_timeout,
             log: LogTarget::Memory(Arc::clone(&log)),
             mad_burst,
+            mad_burst_of,
         })
         .unwrap();
         TestMux {
