@@ -59,7 +59,9 @@ pub mod cm_attr {
 
     /// The attribute a short name of [`name`] stands for (`"RTU"`), if any.
     pub fn by_name(name: &str) -> Option<u16> {
-        (CLASS_PORT_INFO..=APR).find(|&id| self::name(id) != "?" && self::name(id) == name)
+        (CLASS_PORT_INFO..=APR)
+            .find(|&id| self::name(id) == name)
+            .filter(|_| name != "?")
     }
 }
 

@@ -49,7 +49,7 @@ pub struct GuestTest {
     pub mad_burst: u16,
     /// The CM attribute whose first MAD routed is the one delivered `mad_burst`
     /// times (`# lab-mad-burst: N RTU`); none: the first MAD routed.
-    pub mad_burst_of: Option<String>,
+    pub mad_burst_of: Option<&'static str>,
 }
 
 /// Whether `name` can name a test: it is passed on the guest's kernel command
@@ -111,7 +111,7 @@ struct Header {
     guests: u8,
     client_restarts: u8,
     mad_burst: u16,
-    mad_burst_of: Option<String>,
+    mad_burst_of: Option<&'static str>,
 }
 
 /// Whether `arg` may go on the guest's kernel command line as one argument:
@@ -183,9 +183,9 @@ fn parse_header(text: &str) -> Result<Header, String> {
                 1..=MAX_MAD_BURST,
                 "",
             )?;
-            header.mad_burst_of = match (words.next(), words.next()) {
+            header.mad_burst_of = match (words.next().map(cm_attr::by_name), words.next()) {
                 (None, _) => None,
-                (Some(attr), None) if cm_attr::by_name(attr).is_some() => Some(attr.to_string()),
+                (Some(Some(attr_id)), None) => Some(cm_attr::name(attr_id)),
                 _ => {
                     return Err(format!(
                         "lab-mad-burst must be N or N ATTR (a CM attribute: REQ, REP, RTU, ...), \
@@ -260,7 +260,7 @@ mod tests {
         );
         assert_eq!(
             parse_header("# lab-mad-burst: 200 RTU\n").map(|h| (h.mad_burst, h.mad_burst_of)),
-            Ok((200, Some("RTU".to_string())))
+            Ok((200, Some("RTU")))
         );
         assert!(parse_header("# lab-mad-burst: 200 rtu\n").is_err());
         assert!(parse_header("# lab-mad-burst: 200 RTU REQ\n").is_err());

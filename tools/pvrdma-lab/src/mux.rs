@@ -31,7 +31,7 @@ pub struct MuxFiles<'a> {
     /// How many times the first MAD routed is delivered (`--mad-burst`; 1: once).
     pub mad_burst: u16,
     /// The CM attribute the burst is of (`--mad-burst-of`); none: the first MAD.
-    pub mad_burst_of: Option<&'a str>,
+    pub mad_burst_of: Option<&'static str>,
 }
 
 /// Starts the mux and returns once it is ready.

@@ -119,7 +119,7 @@ pub fn start_mux(
             log: &dir.join("mux.log"),
             stderr_log: &dir.join("mux-stderr.log"),
             mad_burst: test.mad_burst,
-            mad_burst_of: test.mad_burst_of.as_deref(),
+            mad_burst_of: test.mad_burst_of,
         },
     )
 }

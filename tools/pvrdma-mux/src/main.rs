@@ -211,27 +211,22 @@ mod tests {
             "x"
         ]))
         .is_err());
-        for burst in ["0", "257", "-1", "x"] {
-            let parsed = parse_args(args(&[
-                "--mad-socket",
-                "/a",
-                "--fabric-socket",
-                "/b",
-                "--mad-burst",
-                burst,
-            ]));
-            assert!(parsed.is_err(), "--mad-burst {burst}");
-        }
-        for attr in ["rtu", "0x14", "", "?"] {
-            let parsed = parse_args(args(&[
-                "--mad-socket",
-                "/a",
-                "--fabric-socket",
-                "/b",
-                "--mad-burst-of",
-                attr,
-            ]));
-            assert!(parsed.is_err(), "--mad-burst-of {attr}");
+        let bad_values = [
+            ("--mad-burst", ["0", "257", "-1", "x"]),
+            ("--mad-burst-of", ["rtu", "0x14", "", "?"]),
+        ];
+        for (option, values) in bad_values {
+            for value in values {
+                let parsed = parse_args(args(&[
+                    "--mad-socket",
+                    "/a",
+                    "--fabric-socket",
+                    "/b",
+                    option,
+                    value,
+                ]));
+                assert!(parsed.is_err(), "{option} {value}");
+            }
         }
         assert!(parse_args(args(&["-h"])).unwrap().is_none());
     }

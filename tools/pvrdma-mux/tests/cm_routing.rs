@@ -6,6 +6,17 @@ use common::*;
 use pvrdma_fabric::mad::cm_attr;
 use pvrdma_fabric::mux_msg::ErrCode;
 
+/// Two QEMU connections to `t`, `a` with G1 registered and `b` with G2, and the
+/// library that acknowledges the registrations (to keep while they are used).
+fn two_qemus(t: &TestMux) -> (impl Sized, FakeQemu, FakeQemu) {
+    let library = t.library();
+    let mut a = t.qemu();
+    let mut b = t.qemu();
+    assert_eq!(a.reg(G1), ErrCode::Ok);
+    assert_eq!(b.reg(G2), ErrCode::Ok);
+    (library, a, b)
+}
+
 /// REQ -> REP -> RTU -> DREQ -> DREP between `a`'s G1 and `b`'s G2 (`a` and
 /// `b` may be the same connection).
 fn connect_and_disconnect(t: &TestMux, same_conn: bool) {
@@ -72,11 +83,7 @@ fn rc_handshake_between_two_connections() {
 #[test]
 fn sidr_between_two_connections() {
     let t = TestMux::start("sidr");
-    let (_lib, _sink) = t.library();
-    let mut a = t.qemu();
-    let mut b = t.qemu();
-    assert_eq!(a.reg(G1), ErrCode::Ok);
-    assert_eq!(b.reg(G2), ErrCode::Ok);
+    let (_lib, mut a, mut b) = two_qemus(&t);
     let sreq = sidr_req(0xabcd, &G2);
     a.send_mad(G1, &sreq);
     b.expect_delivery(G1, G2, &sreq);
@@ -106,11 +113,7 @@ fn unroutable_mads_are_answered_and_dropped() {
 #[test]
 fn mads_to_an_unregistered_gid_stop() {
     let t = TestMux::start("cm-unreg");
-    let (_lib, _sink) = t.library();
-    let mut a = t.qemu();
-    let mut b = t.qemu();
-    assert_eq!(a.reg(G1), ErrCode::Ok);
-    assert_eq!(b.reg(G2), ErrCode::Ok);
+    let (_lib, mut a, mut b) = two_qemus(&t);
     a.send_mad(G1, &req(5, &G2));
     b.expect_delivery(G1, G2, &req(5, &G2));
     assert_eq!(a.unreg(G1), ErrCode::Ok);
@@ -122,11 +125,7 @@ fn mads_to_an_unregistered_gid_stop() {
 #[test]
 fn many_deliveries_queue_in_order() {
     let t = TestMux::start("cm-burst");
-    let (_lib, _sink) = t.library();
-    let mut a = t.qemu();
-    let mut b = t.qemu();
-    assert_eq!(a.reg(G1), ErrCode::Ok);
-    assert_eq!(b.reg(G2), ErrCode::Ok);
+    let (_lib, mut a, mut b) = two_qemus(&t);
     // b does not read while a sends: deliveries wait in b's outbox.
     for id in 1..=20u32 {
         a.send_mad(G1, &req(id, &G2));
@@ -142,11 +141,7 @@ fn many_deliveries_queue_in_order() {
 #[test]
 fn first_mad_delivered_as_a_burst() {
     let t = TestMux::with_burst("burst", 5, None);
-    let (_lib, _sink) = t.library();
-    let mut a = t.qemu();
-    let mut b = t.qemu();
-    assert_eq!(a.reg(G1), ErrCode::Ok);
-    assert_eq!(b.reg(G2), ErrCode::Ok);
+    let (_lib, mut a, mut b) = two_qemus(&t);
     let first = req(0x1111, &G2);
     a.send_mad(G1, &first);
     for _ in 0..5 {
@@ -169,11 +164,7 @@ fn first_mad_delivered_as_a_burst() {
 #[test]
 fn first_mad_of_an_attribute_delivered_as_a_burst() {
     let t = TestMux::with_burst("burst-of", 4, Some(cm_attr::RTU));
-    let (_lib, _sink) = t.library();
-    let mut a = t.qemu();
-    let mut b = t.qemu();
-    assert_eq!(a.reg(G1), ErrCode::Ok);
-    assert_eq!(b.reg(G2), ErrCode::Ok);
+    let (_lib, mut a, mut b) = two_qemus(&t);
     let first = req(0x1111, &G2);
     a.send_mad(G1, &first);
     b.expect_delivery(G1, G2, &first);
