@@ -497,6 +497,18 @@ lab_build_test() {
 		lab_fail "cannot build $1.c: $(lab_tail "$LAB_RESULTS/$1-cc.log")"
 }
 
+# lab_device_irqs_to CPU: every interrupt of LAB_DEV's PCI function to CPU
+# alone (its smp_affinity_list); fails the test if one cannot be moved.
+lab_device_irqs_to() {
+	irqs_pci=$(basename "$(readlink "/sys/class/infiniband/$LAB_DEV/device")")
+	irqs_list=$(grep "$irqs_pci" /proc/interrupts | cut -d: -f1 | tr -d ' ')
+	[ -n "$irqs_list" ] || lab_fail "no interrupt of $irqs_pci in /proc/interrupts"
+	for irqs_one in $irqs_list; do
+		echo "$1" >"/proc/irq/$irqs_one/smp_affinity_list" ||
+			lab_fail "cannot move IRQ $irqs_one to CPU $1"
+	done
+}
+
 # lab_wc_audit: builds wc_audit.c (an LD_PRELOAD shim counting the work
 # completions a tool polls, see its header) into LAB_WC_AUDIT
 # (/tmp/wc_audit.so); fails the test if it does not build.

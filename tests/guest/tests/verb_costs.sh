@@ -17,12 +17,7 @@ lab_build_test "$name"
 # robin's turn, and interrupts waiting for it there merge), so the command
 # interrupts count the commands exactly, whether the driver waits for them or
 # not.
-pci=$(basename "$(readlink "/sys/class/infiniband/$LAB_DEV/device")")
-irqs=$(grep "$pci" /proc/interrupts | cut -d: -f1 | tr -d ' ')
-[ -n "$irqs" ] || lab_fail "$name: no interrupt of $pci in /proc/interrupts"
-for irq in $irqs; do
-	echo 1 >"/proc/irq/$irq/smp_affinity" || lab_fail "$name: cannot move IRQ $irq to CPU 0"
-done
+lab_device_irqs_to 0
 timeout 180 taskset -c 0 "/tmp/$name" "$LAB_DEV" "$LAB_GID_INDEX" "$calls" >"$log" 2>&1
 status=$?
 cat "$log"

@@ -7,7 +7,7 @@
 //!                                         summary.tap, renamed after the run)
 //! <results>/rep<N>/<model>/<driver>/perftest_*/notes.txt
 //! <results>/rep<N>/<model>/<driver>/verbs_resources/verbs_resources.log
-//! <results>/rep<N>/<model>/<driver>/verb_times/verb_times.log
+//! <results>/rep<N>/<model>/<driver>/verb_times/verb_times-{near,far}.log
 //! <results>/rep<N>/<model>/<driver>/ibv_rc_pingpong_events/notes.txt
 //! ```
 //!
@@ -184,7 +184,13 @@ fn test_figures(test: &str, dir: &Path) -> Figures {
     } else if test == "verbs_resources" {
         figures::resources_log(&text(&dir.join("verbs_resources.log")))
     } else if test == "verb_times" {
-        figures::verb_times_log(&text(&dir.join("verb_times.log")))
+        figures::Placement::ALL
+            .into_iter()
+            .flat_map(|placement| {
+                let log = dir.join(format!("verb_times-{}.log", placement.name()));
+                figures::verb_times_log(&text(&log), placement)
+            })
+            .collect()
     } else if test == "ibv_rc_pingpong_events" {
         figures::pingpong_notes(&text(&dir.join("notes.txt")))
     } else if test == "nvme_fio" {

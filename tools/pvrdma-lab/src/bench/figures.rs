@@ -8,8 +8,10 @@
 //!   `ib_write_lat: 1000 x 64 B: min 12, typical 13, average 14 cycles (4.1 / 4.3 / 4.7 us at 3000 MHz)`;
 //! - `verbs_resources.log`, one `ok:` line per phase and round, ending with the
 //!   phase's time: `ok: round 1: 256 CQs of 8 entries created (170 ms)`;
-//! - `verb_times.log` (`verb_costs.c` timing), one line per verb and round,
-//!   the wall time per call: `time: create_cq round 2 n 64 us 412.5`;
+//! - `verb_times-near.log` and `verb_times-far.log` (`verb_costs.c` timing,
+//!   the program on the CPU that takes the device's interrupts and on the
+//!   other one), one line per verb and round, the wall time per call:
+//!   `time: create_cq round 2 n 64 us 412.5`;
 //! - `ibv_rc_pingpong_events`' `notes.txt`, one line per message size
 //!   (`lab_pingpong`):
 //!   `ibv_rc_pingpong -s 1 -n 500 --chk -e: ok, 500 iters in 2.64 seconds = 5287.45 usec/iter`;
@@ -86,6 +88,31 @@ pub const TIMED_VERBS: [&str; 15] = [
     "destroy_ah",
 ];
 
+/// Where `verb_times` ran the timed program against the CPU that takes the
+/// device's interrupts: the command interrupt is taken by the caller's CPU
+/// right after the register write (near), or by the other vCPU at its next
+/// turn (far), which a driver waiting for the interrupt waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Placement {
+    /// The program on the CPU that takes the device's interrupts.
+    Near,
+    /// The program on the other CPU.
+    Far,
+}
+
+impl Placement {
+    /// Both, in the order `verb_times` runs them (the report's order).
+    pub const ALL: [Placement; 2] = [Placement::Near, Placement::Far];
+
+    /// The word for it in the log's name and the report.
+    pub fn name(self) -> &'static str {
+        match self {
+            Placement::Near => "near",
+            Placement::Far => "far",
+        }
+    }
+}
+
 /// What one figure measures. The order (bandwidths, latencies, then the
 /// control path) is the order of the report's rows.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -102,8 +129,8 @@ pub enum Metric {
     /// the first (ms per round).
     Phase(Phase),
     /// One verb's wall time per call (µs), the median of its rounds after the
-    /// first, by its index in [`TIMED_VERBS`].
-    Verb(usize),
+    /// first, by its index in [`TIMED_VERBS`] and where the program ran.
+    Verb(usize, Placement),
     /// An fio job's throughput over NVMe/RDMA (MB/s), by the job's name: the
     /// kernel data path (nvme-rdma and nvmet-rdma posting through the driver).
     Storage(String),
@@ -114,7 +141,7 @@ impl Metric {
     pub fn unit(&self) -> &'static str {
         match self {
             Metric::Bandwidth(_) | Metric::Storage(_) => "MB/s",
-            Metric::Latency(_) | Metric::EventRoundTrip(_) | Metric::Verb(_) => "µs",
+            Metric::Latency(_) | Metric::EventRoundTrip(_) | Metric::Verb(..) => "µs",
             Metric::Phase(_) => "ms",
         }
     }
@@ -136,9 +163,9 @@ impl Metric {
                 )
             }
             Metric::Phase(phase) => format!("{} ({} per round)", phase.about(), self.unit()),
-            Metric::Verb(verb) => {
+            Metric::Verb(verb, placement) => {
                 let name = TIMED_VERBS.get(*verb).copied().unwrap_or("?");
-                format!("{name} ({} per call)", self.unit())
+                format!("{name}, {} ({} per call)", placement.name(), self.unit())
             }
             Metric::Storage(job) => format!("fio NVMe/RDMA {job} ({})", self.unit()),
         }
@@ -299,7 +326,7 @@ pub fn resources_log(text: &str) -> Figures {
     per_round(text.lines().filter_map(resources_line), Metric::Phase)
 }
 
-/// The verb, round and microseconds per call of one line of `verb_times.log`:
+/// The verb, round and microseconds per call of one line of a `verb_times` log:
 /// `time: <verb> round <r> n <calls> us <per call>`.
 pub fn verb_time_line(line: &str) -> Option<(usize, u32, f64)> {
     let mut words = line.trim_end().strip_prefix("time: ")?.split(' ');
@@ -321,10 +348,12 @@ pub fn verb_time_line(line: &str) -> Option<(usize, u32, f64)> {
     Some((verb, round, value(us)?))
 }
 
-/// The figures of `verb_times.log`: each verb's median time per call over the
-/// rounds after the first (see [`per_round`]).
-pub fn verb_times_log(text: &str) -> Figures {
-    per_round(text.lines().filter_map(verb_time_line), Metric::Verb)
+/// The figures of the `verb_times` log of `placement`: each verb's median time
+/// per call over the rounds after the first (see [`per_round`]).
+pub fn verb_times_log(text: &str, placement: Placement) -> Figures {
+    per_round(text.lines().filter_map(verb_time_line), |verb| {
+        Metric::Verb(verb, placement)
+    })
 }
 
 #[cfg(test)]
@@ -517,18 +546,23 @@ all verbs timed (64 calls each, 3 rounds)
 
     #[test]
     fn verb_times_median_of_rounds_after_the_first() {
-        let figures = verb_times_log(VERB_TIMES_LOG);
-        let verb = |name: &str| {
+        let figures = verb_times_log(VERB_TIMES_LOG, Placement::Far);
+        let verb = |name: &str, placement| {
             let index = TIMED_VERBS.iter().position(|v| *v == name).unwrap();
-            figures.get(&Metric::Verb(index)).copied()
+            figures.get(&Metric::Verb(index, placement)).copied()
         };
-        assert_eq!(verb("create_cq"), Some(400.5));
-        assert_eq!(verb("destroy_cq"), Some(220.0));
+        assert_eq!(verb("create_cq", Placement::Far), Some(400.5));
+        assert_eq!(verb("destroy_cq", Placement::Far), Some(220.0));
+        assert_eq!(verb("create_cq", Placement::Near), None);
         assert_eq!(figures.len(), 2);
+        let reg_mr = TIMED_VERBS.iter().position(|v| *v == "reg_mr").unwrap();
         assert_eq!(
-            Metric::Verb(TIMED_VERBS.iter().position(|v| *v == "reg_mr").unwrap()).label(),
-            "reg_mr (µs per call)"
+            Metric::Verb(reg_mr, Placement::Near).label(),
+            "reg_mr, near (µs per call)"
         );
+        // A verb's rows: near before far, both after the verbs before it.
+        assert!(Metric::Verb(reg_mr, Placement::Near) < Metric::Verb(reg_mr, Placement::Far));
+        assert!(Metric::Verb(reg_mr, Placement::Far) < Metric::Verb(reg_mr + 1, Placement::Near));
     }
 
     #[test]
