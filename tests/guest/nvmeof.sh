@@ -68,6 +68,14 @@ nvmeof_disconnect() {
 	timeout 60 nvme disconnect -n "$NVMEOF_NQN" >"$out" 2>&1
 	lab_check_exit "nvme disconnect -n $NVMEOF_NQN" $? "$out" 60
 	lab_expect "$out" "disconnected 1 controller" "nvme disconnect"
+	# The old controller keeps its NVMe subsystem listed until its release
+	# runs, which the debug kernel delays by up to 4 s: a controller connected
+	# meanwhile joins that subsystem. Where the old controller's release ran
+	# after the new one had joined, the new one's namespace never appeared
+	# (C driver, 2026-11-28, no kernel message; where it ran before, the
+	# namespace came). A reconnect starts after the releases, as on a kernel
+	# that runs them at once.
+	lab_wait_kobject_releases
 }
 
 # nvmeof_target_down: the port and subsystem removed, then the consumers'
