@@ -18,11 +18,10 @@ rounds=8
 lab_device_irqs_to 1
 
 lab_build_test verb_costs
-summary=
-for placement in near far; do
+for run in near:1 far:0; do
+	placement=${run%:*}
+	cpu=${run#*:}
 	log=$LAB_RESULTS/$name-$placement.log
-	cpu=1
-	[ "$placement" = far ] && cpu=0
 	timeout 180 taskset -c "$cpu" /tmp/verb_costs "$LAB_DEV" "$LAB_GID_INDEX" "$calls" "$rounds" >"$log" 2>&1
 	status=$?
 	cat "$log"
