@@ -6,7 +6,8 @@
 //! whether the device accepted it, and the response interrupt (vector 0) says the response is in
 //! the response slot. Every request carries a sequence number in `hdr.response`, which the
 //! device echoes, so a late or stray response is recognised instead of being taken for the
-//! current one.
+//! current one; for the same reason the response slot is not cleared before a command (what it
+//! holds answers an earlier sequence number).
 //!
 //! The response interrupt signals a counting completion, which is never re-initialised (C's
 //! `reinit_completion()` races with an interrupt still completing the previous command): the
@@ -161,7 +162,6 @@ impl CmdChannel {
         req[..size_of::<C>()].copy_from_slice(body.as_bytes());
         req[..size_of::<CmdHdr>()].copy_from_slice(hdr.as_bytes());
         self.req.write_at(0, &req)?;
-        self.resp.write_at(0, &RespHdr::default())?;
 
         // The register access runs under the BAR's RCU read lock: no sleeping until it ends.
         let err = {
