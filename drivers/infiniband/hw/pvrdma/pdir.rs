@@ -30,9 +30,9 @@ const _: () = assert!(
 /// A page directory: whose data pages are coherent DMA memory owned by it ([`PageDir::new`]), or
 /// pinned user memory that the owner of the directory keeps pinned ([`PageDir::for_user`]).
 ///
-/// A directory of at most 512 pages (all the rings and most regions) needs one table, which
-/// shares the directory's allocation as its second page: one coherent allocation per directory
-/// instead of two. Those allocations were the largest part of the driver's own work in creating
+/// A directory of at most 512 pages (rings and regions up to 2 MiB) needs one table, which
+/// shares the directory's allocation as its second page (a coherent allocation is contiguous in
+/// bus addresses and aligned to its size): one coherent allocation per directory instead of two. Those allocations were the largest part of the driver's own work in creating
 /// a CQ (about 3,000 of its 7,000 instructions; the C driver makes both).
 ///
 /// # Invariants
