@@ -32,8 +32,9 @@ const _: () = assert!(
 ///
 /// A directory of at most 512 pages (rings and regions up to 2 MiB) needs one table, which
 /// shares the directory's allocation as its second page (a coherent allocation is contiguous in
-/// bus addresses and aligned to its size): one coherent allocation per directory instead of two. Those allocations were the largest part of the driver's own work in creating
-/// a CQ (about 3,000 of its 7,000 instructions; the C driver makes both).
+/// bus addresses and aligned to its size): one coherent allocation per directory instead of two.
+/// The two had been the largest part of the driver's own work in creating a CQ (about 3,000 of
+/// its 7,000 instructions; the C driver makes both, and an array of table pointers).
 ///
 /// # Invariants
 ///
