@@ -4,7 +4,6 @@
 #include <net/netlink.h>
 #include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
-#include <rdma/iter.h>
 #include <rdma/uverbs_ioctl.h>
 
 #ifdef CONFIG_RUST_INFINIBAND_ABSTRACTIONS
@@ -35,18 +34,6 @@ __rust_helper size_t rust_helper_ib_umem_num_dma_blocks(struct ib_umem *umem,
 							unsigned long pgsz)
 {
 	return ib_umem_num_dma_blocks(umem, pgsz);
-}
-
-__rust_helper void rust_helper_rdma_umem_block_iter_start(struct ib_block_iter *biter,
-							  struct ib_umem *umem,
-							  unsigned long pgsz)
-{
-	__rdma_umem_block_iter_start(biter, umem, pgsz);
-}
-
-__rust_helper dma_addr_t rust_helper_rdma_block_iter_dma_address(struct ib_block_iter *biter)
-{
-	return rdma_block_iter_dma_address(biter);
 }
 
 __rust_helper struct nlattr *rust_helper_nla_nest_start_noflag(struct sk_buff *skb,

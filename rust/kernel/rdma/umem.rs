@@ -12,6 +12,7 @@ use crate::{
     dma::DmaAddress,
     error::{from_err_ptr, Result},
     page::PAGE_SIZE,
+    scatterlist::SGTable,
 };
 use core::{marker::PhantomData, ptr::NonNull};
 
@@ -86,17 +87,34 @@ impl Umem {
     }
 
     /// Calls `f` with the bus address of every `PAGE_SIZE` block, in order, stopping at the
-    /// first error.
+    /// first error: [`Umem::num_pages`] calls, the blocks C's `rdma_umem_for_each_dma_block()`
+    /// visits.
+    ///
+    /// It walks the mapped scatterlist a segment at a time, where C's block iterator makes a
+    /// function call per block: the pages of a segment (contiguous in bus addresses, up to the
+    /// device's segment size) cost a few instructions each. As in C, a segment's blocks are the
+    /// pages it touches, from its start rounded down to a page.
     pub fn for_each_page(&self, mut f: impl FnMut(DmaAddress) -> Result) -> Result {
-        // SAFETY: All-zeroes is a valid iterator before it is started.
-        let mut iter: bindings::ib_block_iter = unsafe { core::mem::zeroed() };
-        // SAFETY: The umem is valid (type invariant) and mapped; the iterator walks its
-        // scatterlist, which stays unchanged until the umem is released.
-        unsafe { bindings::rdma_umem_block_iter_start(&mut iter, self.ptr.as_ptr(), PAGE_SIZE) };
-        // SAFETY: As above; `iter` was started on this umem.
-        while unsafe { bindings::__rdma_block_iter_next(&mut iter) } {
-            // SAFETY: `iter` points at a block (the call above returned true).
-            f(unsafe { bindings::rdma_block_iter_dma_address(&mut iter) })?;
+        const PAGE: DmaAddress = PAGE_SIZE as DmaAddress;
+        let mut left = self.num_pages();
+        // SAFETY: The umem is valid (type invariant), pinned and mapped: its table and the
+        // segments' bus addresses stay unchanged until it is released, which `&self` prevents.
+        let sgt = unsafe { SGTable::from_raw(&raw mut (*self.ptr.as_ptr()).sgt_append.sgt) };
+        for segment in sgt.iter() {
+            let start = segment.dma_address();
+            let end = start.saturating_add(segment.dma_len());
+            let mut block = start & !(PAGE - 1);
+            loop {
+                if left == 0 {
+                    return Ok(());
+                }
+                f(block)?;
+                left -= 1;
+                block = match block.checked_add(PAGE) {
+                    Some(next) if next < end => next,
+                    _ => break,
+                };
+            }
         }
         Ok(())
     }

@@ -92,6 +92,8 @@ impl PageDir {
     }
 
     /// Enters `addr` as page `index`.
+    // Inlined into the page walks, where it runs once per page (65,536 times for a 256 MiB MR).
+    #[inline]
     pub(crate) fn set(&self, index: usize, addr: DmaAddress) -> Result {
         if index >= self.npages {
             return Err(EINVAL);
