@@ -1,5 +1,5 @@
 #!/bin/sh
-# lab-about: verbs_resources.c (built in the guest): 256 CQs, 256 QPs (224 RC connected pairwise, 32 UD) and MRs from 4 KiB doubling to the device's max_mr_size, all used with SEND/RECV checked byte by byte, destroyed (every destroy returns 0), twice; then PDs, CQs, MRs churned past the device's limits; no kernel objects left (rdma resource), kmemleak clean, dmesg free of oops/WARN
+# lab-about: verbs_resources.c (built in the guest): 256 CQs, 256 QPs (224 RC connected pairwise, 32 UD) and MRs from 4 KiB doubling to the device's max_mr_size, all used with SEND/RECV checked byte by byte, destroyed (every destroy returns 0), twice; then PDs, CQs, MRs churned past the device's limits; no kernel objects left (rdma resource), kmemleak clean, dmesg free of oops/WARN; with LAB_RESOURCES_PLACEMENTS (make bench) the rounds again with the program pinned near and far from the device's interrupts
 # lab-timeout: 420
 . "$LAB_DIR/lib.sh"
 
@@ -34,6 +34,34 @@ cat "$log"
 lab_check_exit "$name" "$status" "$log" "$limit"
 lab_expect "$log" "^all checks passed" "$name"
 lab_expect "$log" "^largest MR: " "$name"
+
+# LAB_RESOURCES_PLACEMENTS (make bench sets it to near:far, a list separated
+# by colons, commas or spaces): the rounds run
+# again for each placement, with the device's interrupts on CPU 1 and the
+# program pinned to CPU 1 (near: it takes its commands' interrupts itself) or
+# CPU 0 (far: the other vCPU takes them at its next turn), without the churn,
+# into $name-<placement>.log. Left to the scheduler, the placement changes
+# from run to run and the figures of a driver that waits for the interrupt
+# with it (verb_times says the same per verb).
+if [ -n "${LAB_RESOURCES_PLACEMENTS:-}" ]; then
+	[ "$(cat /sys/devices/system/cpu/online)" = 0-1 ] ||
+		lab_fail "$name: placements need CPUs 0 and 1 online (online: $(cat /sys/devices/system/cpu/online))"
+	lab_device_irqs_to 1
+	for placement in $(echo "$LAB_RESOURCES_PLACEMENTS" | tr ',:' '  '); do
+		case $placement in
+		near) cpu=1 ;;
+		far) cpu=0 ;;
+		*) lab_fail "$name: LAB_RESOURCES_PLACEMENTS: '$placement' is neither near nor far" ;;
+		esac
+		placed=$LAB_RESULTS/$name-$placement.log
+		timeout -k 5 "$limit" taskset -c "$cpu" stdbuf -oL "$bin" "$LAB_DEV" "$LAB_GID_INDEX" \
+			"${LAB_RESOURCES_ROUNDS:-2}" 0 >"$placed" 2>&1
+		status=$?
+		cat "$placed"
+		lab_check_exit "$name ($placement)" "$status" "$placed" "$limit"
+		lab_expect "$placed" "^all checks passed" "$name ($placement)"
+	done
+fi
 
 # Every object the program made is gone from the core's tracking.
 after=$(lab_res_counts)

@@ -182,7 +182,17 @@ fn test_figures(test: &str, dir: &Path) -> Figures {
     if test.starts_with("perftest_") {
         figures::perftest_notes(&text(&dir.join("notes.txt")))
     } else if test == "verbs_resources" {
-        figures::resources_log(&text(&dir.join("verbs_resources.log")))
+        // The run left to the scheduler, then those pinned near and far, if
+        // the test was asked for them (their logs are missing otherwise).
+        let unplaced = figures::resources_log(&text(&dir.join("verbs_resources.log")), None);
+        figures::Placement::ALL
+            .into_iter()
+            .flat_map(|placement| {
+                let log = dir.join(format!("verbs_resources-{}.log", placement.name()));
+                figures::resources_log(&text(&log), Some(placement))
+            })
+            .chain(unplaced)
+            .collect()
     } else if test == "verb_times" {
         figures::Placement::ALL
             .into_iter()
@@ -283,7 +293,7 @@ mod tests {
     #[test]
     fn failed_runs_are_left_out_and_counted() {
         let bw = Metric::Bandwidth("ib_send_bw".into());
-        let cqs = Metric::Phase(Phase::CreateCqs);
+        let cqs = Metric::Phase(Phase::CreateCqs, None);
         let repetitions = [
             PerDriver {
                 c: run(&[(bw.clone(), 100.0), (cqs.clone(), 300.0)], true),

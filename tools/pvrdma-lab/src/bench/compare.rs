@@ -138,7 +138,7 @@ mod tests {
     #[test]
     fn direction_decides_who_is_faster() {
         let bw = Metric::Bandwidth("ib_write_bw".into());
-        let ms = Metric::Phase(Phase::DestroyAll);
+        let ms = Metric::Phase(Phase::DestroyAll, None);
         assert_eq!(
             compare(&bw, &samples(&LOW, &HIGH)).verdict,
             Verdict::RustFaster
@@ -163,7 +163,7 @@ mod tests {
 
     #[test]
     fn too_few_runs() {
-        let ms = Metric::Phase(Phase::CreateQps);
+        let ms = Metric::Phase(Phase::CreateQps, None);
         let few = compare(&ms, &samples(&LOW, &HIGH[..2]));
         assert_eq!(few.verdict, Verdict::TooFewRuns);
         assert_eq!(few.interval, None);

@@ -126,8 +126,9 @@ pub enum Metric {
     /// event (the driver arms the CQ, its interrupt handler signals it).
     EventRoundTrip(u32),
     /// A verbs_resources phase: the median of its times in the rounds after
-    /// the first (ms per round).
-    Phase(Phase),
+    /// the first (ms per round), with the placement left to the scheduler
+    /// (`None`) or pinned (the runs `LAB_RESOURCES_PLACEMENTS` asks for).
+    Phase(Phase, Option<Placement>),
     /// One verb's wall time per call (µs), the median of its rounds after the
     /// first, by its index in [`TIMED_VERBS`] and where the program ran.
     Verb(usize, Placement),
@@ -142,7 +143,7 @@ impl Metric {
         match self {
             Metric::Bandwidth(_) | Metric::Storage(_) => "MB/s",
             Metric::Latency(_) | Metric::EventRoundTrip(_) | Metric::Verb(..) => "µs",
-            Metric::Phase(_) => "ms",
+            Metric::Phase(..) => "ms",
         }
     }
 
@@ -162,7 +163,13 @@ impl Metric {
                     self.unit()
                 )
             }
-            Metric::Phase(phase) => format!("{} ({} per round)", phase.about(), self.unit()),
+            Metric::Phase(phase, None) => format!("{} ({} per round)", phase.about(), self.unit()),
+            Metric::Phase(phase, Some(placement)) => format!(
+                "{}, {} ({} per round)",
+                phase.about(),
+                placement.name(),
+                self.unit()
+            ),
             Metric::Verb(verb, placement) => {
                 let name = TIMED_VERBS.get(*verb).copied().unwrap_or("?");
                 format!("{name}, {} ({} per call)", placement.name(), self.unit())
@@ -320,10 +327,13 @@ fn per_round<K: Ord + Copy>(
         .collect()
 }
 
-/// The figures of `verbs_resources.log`: each phase's median time over the
-/// rounds after the first (see [`per_round`]).
-pub fn resources_log(text: &str) -> Figures {
-    per_round(text.lines().filter_map(resources_line), Metric::Phase)
+/// The figures of a verbs_resources log of the program run with `placement`
+/// (`verbs_resources.log`: `None`; `verbs_resources-<placement>.log`): each
+/// phase's median time over the rounds after the first (see [`per_round`]).
+pub fn resources_log(text: &str, placement: Option<Placement>) -> Figures {
+    per_round(text.lines().filter_map(resources_line), |phase| {
+        Metric::Phase(phase, placement)
+    })
 }
 
 /// The verb, round and microseconds per call of one line of a `verb_times` log:
@@ -471,8 +481,8 @@ all checks passed (2 rounds, 9000 ms)
 
     #[test]
     fn resources_phases_median_of_rounds_after_the_first() {
-        let figures = resources_log(RESOURCES_LOG);
-        let phase = |p| figures.get(&Metric::Phase(p)).copied();
+        let figures = resources_log(RESOURCES_LOG, None);
+        let phase = |p| figures.get(&Metric::Phase(p, None)).copied();
         // Two rounds: the second's times.
         assert_eq!(phase(Phase::CreateCqs), Some(171.0));
         assert_eq!(phase(Phase::CreateQps), Some(222.0));
@@ -488,20 +498,38 @@ ok: round 3: 256 CQs of 8 entries created (50 ms)
 ok: round 4: 256 CQs of 8 entries created (20 ms)
 ";
         assert_eq!(
-            resources_log(four).get(&Metric::Phase(Phase::CreateCqs)),
+            resources_log(four, None).get(&Metric::Phase(Phase::CreateCqs, None)),
             Some(&30.0)
         );
         // One round: its time.
         let one = "ok: round 1: 256 CQs of 8 entries created (40 ms)\n";
         assert_eq!(
-            resources_log(one).get(&Metric::Phase(Phase::CreateCqs)),
+            resources_log(one, None).get(&Metric::Phase(Phase::CreateCqs, None)),
             Some(&40.0)
         );
         // A round timed twice: not the program's log; no figure.
         let twice = "ok: round 1: 256 CQs of 8 entries created (40 ms)\n\
                      ok: round 2: 256 CQs of 8 entries created (40 ms)\n\
                      ok: round 2: 256 CQs of 8 entries created (10 ms)\n";
-        assert!(resources_log(twice).is_empty());
+        assert!(resources_log(twice, None).is_empty());
+    }
+
+    #[test]
+    fn resources_phases_of_a_pinned_run() {
+        let far = resources_log(RESOURCES_LOG, Some(Placement::Far));
+        let cqs = Metric::Phase(Phase::CreateCqs, Some(Placement::Far));
+        assert_eq!(far.get(&cqs), Some(&171.0));
+        assert_eq!(far.len(), 5);
+        assert_eq!(cqs.label(), "create 256 CQs, far (ms per round)");
+        assert_eq!(
+            Metric::Phase(Phase::CreateCqs, None).label(),
+            "create 256 CQs (ms per round)"
+        );
+        // A phase's rows: left to the scheduler, near, far; then the next phase's.
+        let near = Metric::Phase(Phase::CreateCqs, Some(Placement::Near));
+        assert!(Metric::Phase(Phase::CreateCqs, None) < near);
+        assert!(near < cqs);
+        assert!(cqs < Metric::Phase(Phase::CreateQps, None));
     }
 
     #[test]

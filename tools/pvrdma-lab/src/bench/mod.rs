@@ -198,6 +198,52 @@ mod tests {
     }
 
     #[test]
+    fn pinned_runs_have_rows_of_their_own() {
+        let results = FakeResults::new("bench-placed");
+        for rep in ["rep1", "rep2", "rep3"] {
+            for (driver, near, far) in [("c", 30, 45), ("rust", 30, 30)] {
+                results.file(
+                    &format!("{rep}/summary-{driver}.tap"),
+                    &format!("1..1\nok 1 - patched/{driver}/verbs_resources\n"),
+                );
+                for (placement, ms) in [("near", near), ("far", far)] {
+                    results.file(
+                        &format!(
+                            "{rep}/patched/{driver}/verbs_resources/verbs_resources-{placement}.log"
+                        ),
+                        &format!(
+                            "ok: round 1: 256 CQs of 8 entries created (99 ms)\n\
+                             ok: round 2: 256 CQs of 8 entries created ({ms} ms)\n"
+                        ),
+                    );
+                }
+            }
+        }
+        let options = BenchReportOptions {
+            results: results.0.clone(),
+            model: DeviceModel::Patched,
+            out: Some(results.0.join("report")),
+        };
+        run(&options).unwrap();
+        let markdown = fs::read_to_string(results.0.join("report/bench.md")).unwrap();
+        assert!(
+            markdown
+                .contains("| create 256 CQs, near (ms per round) | lower | 30.0 | 30.0 | 1.00 |"),
+            "{markdown}"
+        );
+        assert!(
+            markdown
+                .contains("| create 256 CQs, far (ms per round) | lower | 45.0 | 30.0 | 0.67 |"),
+            "{markdown}"
+        );
+        // No log of a run left to the scheduler: no row for it.
+        assert!(
+            !markdown.contains("| create 256 CQs (ms per round)"),
+            "{markdown}"
+        );
+    }
+
+    #[test]
     fn no_repetitions_is_an_error() {
         let results = FakeResults::new("bench-empty");
         let options = BenchReportOptions {
