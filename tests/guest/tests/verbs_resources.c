@@ -25,9 +25,9 @@
  * batches (a fresh context each) until more of each were made than the
  * device can hold at once, so a leaked device handle or driver counter
  * makes a create fail; QPs join the batches only while their numbers stay
- * below max_qp (see qpn_room(): the lab's device model never reuses a QPN,
- * and both rdma-core's provider and the C driver index max_qp-entry tables
- * by QPN), which bounds the QPs one guest can ever create to about max_qp.
+ * below max_qp (see qpn_room(): both rdma-core's provider and the C driver
+ * index max_qp-entry tables by QPN; the lab's device model gives each new QP
+ * the lowest free number, so this holds unless a device numbers QPs up).
  *
  * Only SEND and RECV are used: the stock QEMU 7.2 device model turns every
  * work request into a SEND (see /work/shared/reference/qemu-pvrdma-7.2.md),
