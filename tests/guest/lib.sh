@@ -509,6 +509,29 @@ lab_device_irqs_to() {
 	done
 }
 
+# lab_placements NAME: readies the placements timing tests compare: the
+# device's interrupts on CPU 1 alone; a program pinned to CPU 1 is "near"
+# (it takes its commands' interrupts itself, right after its register write),
+# one pinned to CPU 0 "far" (the other vCPU takes them, under TCG at its next
+# turn). Fails test NAME unless exactly CPUs 0 and 1 are online.
+lab_placements() {
+	[ "$(cat /sys/devices/system/cpu/online)" = 0-1 ] ||
+		lab_fail "$1: needs CPUs 0 and 1 online (online: $(cat /sys/devices/system/cpu/online))"
+	lab_device_irqs_to 1
+}
+
+# lab_placement_cpu NAME PLACEMENT: sets placement_cpu to the CPU a program
+# runs on for PLACEMENT (near or far, see lab_placements); fails test NAME for
+# any other word (a variable, not output: lab_fail in a command substitution
+# would end only the subshell).
+lab_placement_cpu() {
+	case $2 in
+	near) placement_cpu=1 ;;
+	far) placement_cpu=0 ;;
+	*) lab_fail "$1: placement '$2' is neither near nor far" ;;
+	esac
+}
+
 # lab_wc_audit: builds wc_audit.c (an LD_PRELOAD shim counting the work
 # completions a tool polls, see its header) into LAB_WC_AUDIT
 # (/tmp/wc_audit.so); fails the test if it does not build.

@@ -13,16 +13,13 @@ rounds=8
 # under TCG, only at that vCPU's next turn, which a driver that waits for the
 # interrupt waits for. Left to the scheduler, the placement changes from run
 # to run and the figures with it, so each placement is timed on its own.
-[ "$(cat /sys/devices/system/cpu/online)" = 0-1 ] ||
-	lab_fail "$name: needs CPUs 0 and 1 online (online: $(cat /sys/devices/system/cpu/online))"
-lab_device_irqs_to 1
+lab_placements "$name"
 
 lab_build_test verb_costs
-for run in near:1 far:0; do
-	placement=${run%:*}
-	cpu=${run#*:}
+for placement in near far; do
+	lab_placement_cpu "$name" "$placement"
 	log=$LAB_RESULTS/$name-$placement.log
-	timeout 180 taskset -c "$cpu" /tmp/verb_costs "$LAB_DEV" "$LAB_GID_INDEX" "$calls" "$rounds" >"$log" 2>&1
+	timeout 180 taskset -c "$placement_cpu" /tmp/verb_costs "$LAB_DEV" "$LAB_GID_INDEX" "$calls" "$rounds" >"$log" 2>&1
 	status=$?
 	cat "$log"
 	lab_check_exit "$name ($placement)" "$status" "$log" 180
@@ -44,5 +41,5 @@ for run in near:1 far:0; do
 			awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.1f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
 		times="$times, $verb $median"
 	done
-	lab_summary "$placement (program on CPU $cpu, the device's interrupts on CPU 1): us per call, median of rounds 2-$rounds ($calls calls each):${times#,}"
+	lab_summary "$placement (program on CPU $placement_cpu, the device's interrupts on CPU 1): us per call, median of rounds 2-$rounds ($calls calls each):${times#,}"
 done

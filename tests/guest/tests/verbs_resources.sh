@@ -35,26 +35,18 @@ lab_check_exit "$name" "$status" "$log" "$limit"
 lab_expect "$log" "^all checks passed" "$name"
 lab_expect "$log" "^largest MR: " "$name"
 
-# LAB_RESOURCES_PLACEMENTS (make bench sets it to near:far, a list separated
-# by colons, commas or spaces): the rounds run
-# again for each placement, with the device's interrupts on CPU 1 and the
-# program pinned to CPU 1 (near: it takes its commands' interrupts itself) or
-# CPU 0 (far: the other vCPU takes them at its next turn), without the churn,
-# into $name-<placement>.log. Left to the scheduler, the placement changes
-# from run to run and the figures of a driver that waits for the interrupt
-# with it (verb_times says the same per verb).
+# LAB_RESOURCES_PLACEMENTS (make bench: near:far; colons, commas or spaces
+# between the words): the rounds run again for each placement, pinned near or
+# far from the device's interrupts (lab_placements), without the churn, into
+# $name-<placement>.log. Left to the scheduler, the placement changes from run
+# to run and the figures of a driver that waits for the interrupt with it
+# (verb_times says the same per verb).
 if [ -n "${LAB_RESOURCES_PLACEMENTS:-}" ]; then
-	[ "$(cat /sys/devices/system/cpu/online)" = 0-1 ] ||
-		lab_fail "$name: placements need CPUs 0 and 1 online (online: $(cat /sys/devices/system/cpu/online))"
-	lab_device_irqs_to 1
+	lab_placements "$name"
 	for placement in $(echo "$LAB_RESOURCES_PLACEMENTS" | tr ',:' '  '); do
-		case $placement in
-		near) cpu=1 ;;
-		far) cpu=0 ;;
-		*) lab_fail "$name: LAB_RESOURCES_PLACEMENTS: '$placement' is neither near nor far" ;;
-		esac
+		lab_placement_cpu "$name" "$placement"
 		placed=$LAB_RESULTS/$name-$placement.log
-		timeout -k 5 "$limit" taskset -c "$cpu" stdbuf -oL "$bin" "$LAB_DEV" "$LAB_GID_INDEX" \
+		timeout -k 5 "$limit" taskset -c "$placement_cpu" stdbuf -oL "$bin" "$LAB_DEV" "$LAB_GID_INDEX" \
 			"${LAB_RESOURCES_ROUNDS:-2}" 0 >"$placed" 2>&1
 		status=$?
 		cat "$placed"

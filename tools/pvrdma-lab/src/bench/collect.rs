@@ -177,6 +177,22 @@ fn outcomes(repetition: &Path) -> Outcomes {
     outcomes
 }
 
+/// The figures of a test's logs of its pinned runs, `<test>-<placement>.log`
+/// each (see [`figures::Placement`]), as `parse` makes them.
+fn placed_figures(
+    dir: &Path,
+    test: &str,
+    parse: impl Fn(&str, figures::Placement) -> Figures,
+) -> Figures {
+    figures::Placement::ALL
+        .into_iter()
+        .flat_map(|placement| {
+            let log = dir.join(format!("{test}-{}.log", placement.name()));
+            parse(&text(&log), placement)
+        })
+        .collect()
+}
+
 /// The figures a test directory holds, by the test's name.
 fn test_figures(test: &str, dir: &Path) -> Figures {
     if test.starts_with("perftest_") {
@@ -184,23 +200,13 @@ fn test_figures(test: &str, dir: &Path) -> Figures {
     } else if test == "verbs_resources" {
         // The run left to the scheduler, then those pinned near and far, if
         // the test was asked for them (their logs are missing otherwise).
-        let unplaced = figures::resources_log(&text(&dir.join("verbs_resources.log")), None);
-        figures::Placement::ALL
-            .into_iter()
-            .flat_map(|placement| {
-                let log = dir.join(format!("verbs_resources-{}.log", placement.name()));
-                figures::resources_log(&text(&log), Some(placement))
-            })
-            .chain(unplaced)
-            .collect()
+        let mut figures = figures::resources_log(&text(&dir.join("verbs_resources.log")), None);
+        figures.extend(placed_figures(dir, test, |log, placement| {
+            figures::resources_log(log, Some(placement))
+        }));
+        figures
     } else if test == "verb_times" {
-        figures::Placement::ALL
-            .into_iter()
-            .flat_map(|placement| {
-                let log = dir.join(format!("verb_times-{}.log", placement.name()));
-                figures::verb_times_log(&text(&log), placement)
-            })
-            .collect()
+        placed_figures(dir, test, figures::verb_times_log)
     } else if test == "ibv_rc_pingpong_events" {
         figures::pingpong_notes(&text(&dir.join("notes.txt")))
     } else if test == "nvme_fio" {
