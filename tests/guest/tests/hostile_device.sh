@@ -1,5 +1,5 @@
 #!/bin/sh
-# lab-about: the driver against a device that lies (the patched model's fault injection, tools/qemu patch 16), one fault at a time: async events and CQ notifications naming no object, an interrupt storm, a command answered with another command's response code, a stray kernel CQE of an unknown QP, two kernel CQEs of one queue in reverse order (as QEMU's backend reports a work request that fails at once while earlier ones are in flight), a notification of a kernel CQ at its arm inside ib_alloc_cq(), capabilities out of range at probe, each survived with a clean error (the Rust driver counting the stale events and the wrong response in its hardware counters) and the device carrying ibv_rc_pingpong or rping after it; then a fault that leaves the device untrustworthy (by default a kernel CQE with a wr_id never posted): the device is declared dead, IBV_EVENT_DEVICE_FATAL reaches user space, rping and ibv_rc_pingpong fail cleanly within their limits, and removal completes; dmesg free of oops/WARN/KASAN
+# lab-about: the driver against a device that lies (the patched model's fault injection, tools/qemu patch 16), one fault at a time: async events and CQ notifications naming no object, an interrupt storm, a command answered with another command's response code, a command answered 20 ms late (patch 25, as an asynchronous device answers: the command waits for the response interrupt and succeeds), a stray kernel CQE of an unknown QP, two kernel CQEs of one queue in reverse order (as QEMU's backend reports a work request that fails at once while earlier ones are in flight), a notification of a kernel CQ at its arm inside ib_alloc_cq(), capabilities out of range at probe, each survived with a clean error (the Rust driver counting the stale events and the wrong response in its hardware counters) and the device carrying ibv_rc_pingpong or rping after it; then a fault that leaves the device untrustworthy (by default a kernel CQE with a wr_id never posted): the device is declared dead, IBV_EVENT_DEVICE_FATAL reaches user space, rping and ibv_rc_pingpong fail cleanly within their limits, and removal completes; dmesg free of oops/WARN/KASAN
 # lab-timeout: 600
 . "$LAB_DIR/lib.sh"
 
@@ -22,10 +22,10 @@
 
 name=hostile_device
 if [ "$LAB_DRIVER" = c ]; then
-	survivable_default="stale-events irq-storm cmd-wrong-response cmd-no-response cqe-reorder caps"
+	survivable_default="stale-events irq-storm cmd-wrong-response cmd-late-response cmd-no-response cqe-reorder caps"
 	fatal_default=none
 else
-	survivable_default="stale-events irq-storm cmd-wrong-response cqe-unknown-qp cqe-reorder cq-arm-notify caps"
+	survivable_default="stale-events irq-storm cmd-wrong-response cmd-late-response cqe-unknown-qp cqe-reorder cq-arm-notify caps"
 	fatal_default=cqe-bad-wr-id
 fi
 faults=${LAB_HOSTILE_FAULTS:-$survivable_default}
@@ -154,6 +154,22 @@ for kind in $faults; do
 		happened "$kind" 10
 		works "$kind"
 		;;
+	cmd-late-response)
+		# The next command (ibv_devinfo's port query) is answered 20 ms late, as
+		# a device that runs commands asynchronously answers, not inside the
+		# register write: the driver waits for the response interrupt (the Rust
+		# driver, which keeps it off while commands find their answer at once,
+		# turns it on for the wait) and the command succeeds.
+		interrupts_before=$(counter interrupts)
+		arm "$kind"
+		timeout 60 ibv_devinfo -v -d "$LAB_DEV" >"$LAB_RESULTS/devinfo-$kind.txt" 2>&1
+		status=$?
+		[ "$status" -eq 0 ] || lab_fail "$name: $kind: ibv_devinfo exited $status on a command answered late: $(lab_tail "$LAB_RESULTS/devinfo-$kind.txt")"
+		grep -q "PORT_ACTIVE" "$LAB_RESULTS/devinfo-$kind.txt" ||
+			lab_fail "$name: $kind: ibv_devinfo shows no active port: $(lab_tail "$LAB_RESULTS/devinfo-$kind.txt")"
+		happened "$kind" 10
+		works "$kind"
+		;;
 	cmd-no-response)
 		# For the C driver, which has no dead state: the command times out (10 s),
 		# the next one works. (The Rust driver declares the device dead: see below.)
@@ -221,6 +237,15 @@ for kind in $faults; do
 	cmd-wrong-response)
 		expect_dmesg "$kind" "unexpected response|unknown response" "the wrong response"
 		counted "$kind" command_errors "$errors_before"
+		;;
+	cmd-late-response)
+		if [ "$LAB_DRIVER" = rust ]; then
+			# The late answer came with an interrupt, the only one a command
+			# took, and no command failed.
+			counted "$kind" interrupts "$interrupts_before"
+			[ "$(counter command_errors)" = "$errors_before" ] ||
+				lab_fail "$name: $kind: command errors $errors_before -> $(counter command_errors) around a command answered late"
+		fi
 		;;
 	caps) expect_dmesg "$kind" "ports|GID|UAR|caps|capabilit" "the refused probe" ;;
 	esac

@@ -42,6 +42,7 @@ static const char *const kinds[] = {
 	[10] = "caps",
 	[11] = "cqe-reorder",
 	[12] = "cq-arm-notify",
+	[13] = "cmd-late-response",
 };
 #define NKINDS (sizeof(kinds) / sizeof(kinds[0]))
 
