@@ -4,10 +4,13 @@
  * than timed. Each verb runs N times in a phase of its own; around each phase
  * it reads
  *
+ *   - the device's commands: the driver's hardware counter "commands"
+ *     (ports/1/hw_counters/commands) where it keeps one (the Rust driver,
+ *     which takes no response interrupt for a command answered inside the
+ *     register write); otherwise (the C driver) the response interrupts,
+ *     vector 0, one per command;
  *   - the device's interrupts, per MSI-X vector, from /proc/interrupts (the
- *     lines of the RDMA device's PCI function): vector 0 is the command
- *     channel's response interrupt, one per device command, so its count is
- *     the number of commands;
+ *     lines of the RDMA device's PCI function);
  *   - this process's context switches (a software perf event): every sleep
  *     the verb takes in the kernel is one;
  *   - this process's heap and page allocations in the kernel: the
@@ -75,6 +78,8 @@ static FILE *marker;
 /* Timing instead of counting: the round being timed (1..), or 0. */
 static int timed_round;
 static char pci_addr[256];
+/* The driver's command counter (hardware counter), if it keeps one */
+static char commands_path[512];
 
 static void fail(const char *fmt, ...)
 {
@@ -211,7 +216,30 @@ static void read_interrupts(uint64_t *per_vector)
 struct snapshot {
     uint64_t counters[NUM_COUNTERS];
     uint64_t irq[MAX_VECTORS];
+    uint64_t commands;
 };
+
+/*
+ * The device commands so far: the driver's counter where it keeps one,
+ * otherwise the response interrupts (vector 0) in *irq.
+ */
+static uint64_t read_commands(const uint64_t *irq)
+{
+    unsigned long long v;
+    FILE *f;
+    int ok;
+
+    if (!commands_path[0])
+        return irq[0];
+    f = fopen(commands_path, "r");
+    if (!f)
+        fail("cannot open %s: %s", commands_path, strerror(errno));
+    ok = fscanf(f, "%llu", &v) == 1;
+    fclose(f);
+    if (!ok)
+        fail("cannot read %s", commands_path);
+    return v;
+}
 
 static void mark(const char *verb, const char *what)
 {
@@ -224,6 +252,7 @@ static void mark(const char *verb, const char *what)
 static void take(struct snapshot *s)
 {
     read_interrupts(s->irq);
+    s->commands = read_commands(s->irq);
     read_counters(s->counters);
 }
 
@@ -238,7 +267,7 @@ static void report(const char *verb, int n, const struct snapshot *a, const stru
         per[c] = (double)(b->counters[c] - a->counters[c]) / n;
     printf("cost: %s n %d commands %.2f interrupts %.2f switches %.2f kmalloc %.2f cache %.2f "
            "pages %.2f\n",
-           verb, n, (double)(b->irq[0] - a->irq[0]) / n, (double)all / n, per[C_SWITCHES],
+           verb, n, (double)(b->commands - a->commands) / n, (double)all / n, per[C_SWITCHES],
            per[C_KMALLOC], per[C_CACHE], per[C_PAGES]);
     fflush(stdout);
 }
@@ -425,6 +454,11 @@ int main(int argc, char **argv)
 
     ctx = open_device(argv[1]);
     find_pci_addr(argv[1]);
+    snprintf(commands_path, sizeof(commands_path),
+             "/sys/class/infiniband/%s/ports/1/hw_counters/commands", argv[1]);
+    if (access(commands_path, R_OK))
+        commands_path[0] = 0;
+    printf("commands counted by %s\n", commands_path[0] ? commands_path : "the response interrupts (vector 0)");
     if (ibv_query_port(ctx, 1, &port) || ibv_query_gid(ctx, 1, gid_index, &gid))
         fail("cannot query port 1 or GID %d", gid_index);
     pd = ibv_alloc_pd(ctx);

@@ -19,6 +19,16 @@
 //! the interrupt. The signal such a command did not take is taken by the next one before it
 //! starts (`try_wait_for_completion`, which never sleeps), so that signals do not pile up.
 //!
+//! With a vector of its own (MSI-X), the response interrupt is off but while a command waits:
+//! the channel owns its handler ([`CmdChannel::poll_with`]), turns it on when the response is not
+//! in the slot after the register write, looks once more, sleeps, and turns it off again when the
+//! wait ends. A device that answers inside the register write then raises no interrupt the CPU
+//! takes (the vector stays masked, its interrupts pending), where the C driver takes one per
+//! command, on the caller's CPU or, under TCG, by waiting for the other's turn. An interrupt
+//! raised while the vector was off is delivered when it is turned on, and the waiter looks at the
+//! slot after turning it on, so no answer is missed. A single vector shared by every cause (MSI,
+//! INTx) stays on.
+//!
 //! The response is read in two steps, its header and then the whole of it after a read barrier:
 //! the header's sequence number says the response is this command's, and only after that may the
 //! rest be read (QEMU's model writes the header after the body; one copy of the whole slot could
@@ -34,6 +44,7 @@
 
 use crate::{
     abi::{CmdHdr, RespHdr, CMD_REQ_SIZE, CMD_RESP_SIZE, REGS_SIZE, REG_ERR, REG_REQUEST},
+    intr::ResponseIrq,
     mem::{alloc_page, DmaPage, SharedBytes},
 };
 use core::{
@@ -44,11 +55,11 @@ use kernel::{
     device::{Bound, Device},
     io::Io,
     new_mutex,
-    pci::DevresBar,
+    pci::{DevresBar, IrqHandler},
     prelude::*,
     sync::{
         barrier::{dma_mb, mb, Full, Read},
-        Completion, Mutex,
+        Arc, Completion, Mutex,
     },
     time::msecs_to_jiffies,
 };
@@ -80,17 +91,53 @@ fn refusal(errno: u32) -> Error {
 /// The device's register window.
 pub(crate) type Regs = DevresBar<REGS_SIZE>;
 
+/// What the response interrupt signals, shared with its handler.
+///
+/// The handler holds this, not the device: the channel, which the device holds, may hold the
+/// handler ([`CmdChannel::poll_with`]).
+#[pin_data]
+pub(crate) struct ResponseSignal {
+    /// Signalled once per response interrupt.
+    #[pin]
+    done: Completion,
+}
+
+impl ResponseSignal {
+    /// A signal nobody has given yet.
+    pub(crate) fn new() -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(Self {
+                done <- Completion::new(),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Called by the response interrupt.
+    pub(crate) fn response_ready(&self) {
+        self.done.complete();
+    }
+}
+
+/// What one command at a time uses.
+struct Turn {
+    /// The last sequence number used.
+    seq: u64,
+    /// The response interrupt's handler, when the vector is the responses' alone: off but while
+    /// a command waits.
+    irq: Option<IrqHandler<ResponseIrq>>,
+}
+
 /// The command and response slots and what serialises their use.
 #[pin_data]
 pub(crate) struct CmdChannel {
     req: DmaPage,
     resp: DmaPage,
-    /// Held for a whole round trip; the value is the last sequence number used.
+    /// Held for a whole round trip.
     #[pin]
-    seq: Mutex<u64>,
-    /// Signalled by the response interrupt, once per interrupt.
-    #[pin]
-    done: Completion,
+    turn: Mutex<Turn>,
+    /// Signalled by the response interrupt.
+    signal: Arc<ResponseSignal>,
     /// Set when a command timed out and the device was reset: no command runs any more.
     dead: AtomicBool,
 }
@@ -101,27 +148,38 @@ impl CmdChannel {
         alloc_page(dev)
     }
 
-    /// A channel over the slots `req` and `resp` (from [`CmdChannel::alloc_slot`]).
-    pub(crate) fn new(req: DmaPage, resp: DmaPage) -> impl PinInit<Self> {
+    /// A channel over the slots `req` and `resp` (from [`CmdChannel::alloc_slot`]), whose
+    /// response interrupt signals `signal`.
+    pub(crate) fn new(
+        req: DmaPage,
+        resp: DmaPage,
+        signal: Arc<ResponseSignal>,
+    ) -> impl PinInit<Self> {
         pin_init!(Self {
             req,
             resp,
-            seq <- new_mutex!(0, "pvrdma::CmdChannel::seq"),
-            done <- Completion::new(),
+            turn <- new_mutex!(Turn { seq: 0, irq: None }, "pvrdma::CmdChannel::turn"),
+            signal,
             dead: AtomicBool::new(false),
         })
     }
 
-    /// Called by the response interrupt.
-    pub(crate) fn response_ready(&self) {
-        self.done.complete();
+    /// What the response interrupt signals.
+    pub(crate) fn signal(&self) -> &Arc<ResponseSignal> {
+        &self.signal
+    }
+
+    /// Hands the channel the handler of the response interrupt's own vector, requested off
+    /// ([`kernel::irq::Flags::NO_AUTOEN`]): from now on a command turns it on only to wait.
+    pub(crate) fn poll_with(&self, irq: IrqHandler<ResponseIrq>) {
+        self.turn.lock().irq = Some(irq);
     }
 
     /// Stops the channel for good (the device was declared dead): later commands fail at once,
     /// and one waiting for its response fails now.
     pub(crate) fn stop(&self) {
         self.dead.store(true, Ordering::Relaxed);
-        self.done.complete();
+        self.signal.done.complete();
     }
 
     /// Runs command `code` with the request `body` (whose `hdr` is filled in here) and returns
@@ -141,18 +199,19 @@ impl CmdChannel {
             assert!(size_of::<C>() >= size_of::<CmdHdr>() && size_of::<C>() <= CMD_REQ_SIZE);
             assert!(size_of::<R>() >= size_of::<RespHdr>() && size_of::<R>() <= CMD_RESP_SIZE);
         };
-        let mut seq = self.seq.lock();
+        let mut turn = self.turn.lock();
         if self.dead.load(Ordering::Relaxed) {
             return Err(ENODEV);
         }
         for _ in 0..MAX_STALE_SIGNALS {
-            if !self.done.try_wait_for_completion() {
+            if !self.signal.done.try_wait_for_completion() {
                 break;
             }
         }
-        *seq = seq.wrapping_add(1);
+        turn.seq = turn.seq.wrapping_add(1);
+        let seq = turn.seq;
         let hdr = CmdHdr {
-            response: *seq,
+            response: seq,
             cmd: code,
             reserved: 0,
         };
@@ -182,13 +241,15 @@ impl CmdChannel {
             );
             return Err(refusal(errno));
         }
-        let rhdr = self.wait_response(dev, *seq, code).inspect_err(|e| {
-            if *e == ETIMEDOUT {
-                // Stopped under the channel's mutex, so that no command starts before the caller
-                // declares the device dead and resets it (`Hw::command`).
-                self.dead.store(true, Ordering::Relaxed);
-            }
-        })?;
+        let rhdr = self
+            .wait_response(dev, seq, code, &mut turn.irq)
+            .inspect_err(|e| {
+                if *e == ETIMEDOUT {
+                    // Stopped under the channel's mutex, so that no command starts before the
+                    // caller declares the device dead and resets it (`Hw::command`).
+                    self.dead.store(true, Ordering::Relaxed);
+                }
+            })?;
         if rhdr.ack != resp_code {
             dev_warn!(
                 dev,
@@ -212,12 +273,34 @@ impl CmdChannel {
     }
 
     /// Waits until the response slot answers sequence number `seq`, for at most
-    /// [`CMD_TIMEOUT_MS`] in all; does not sleep if it does already. Signals left over from an
-    /// earlier command (whose response came after it gave up, or that did not wait) are consumed
-    /// on the way.
-    fn wait_response(&self, dev: &Device, seq: u64, code: u32) -> Result<RespHdr> {
+    /// [`CMD_TIMEOUT_MS`] in all; does not sleep, and leaves the response interrupt `irq` off,
+    /// if it does already. Signals left over from an earlier command (whose response came after
+    /// it gave up, or that did not wait) are consumed on the way.
+    fn wait_response(
+        &self,
+        dev: &Device,
+        seq: u64,
+        code: u32,
+        irq: &mut Option<IrqHandler<ResponseIrq>>,
+    ) -> Result<RespHdr> {
+        let answer = self.await_response(dev, seq, code, irq);
+        if let Some(irq) = irq {
+            // Off again, whether the wait turned it on or not: the next command polls first.
+            irq.disable_nosync();
+        }
+        answer
+    }
+
+    fn await_response(
+        &self,
+        dev: &Device,
+        seq: u64,
+        code: u32,
+        irq: &mut Option<IrqHandler<ResponseIrq>>,
+    ) -> Result<RespHdr> {
         let mut left = msecs_to_jiffies(CMD_TIMEOUT_MS);
         let mut woken = false;
+        let mut listening = irq.is_none();
         loop {
             // The response's header says whose it is; the rest is read after it.
             dma_mb(Read);
@@ -230,6 +313,16 @@ impl CmdChannel {
                 // Stopped by `stop`: the device will not answer.
                 return Err(ENODEV);
             }
+            if !listening {
+                // Not answered inside the register write: the interrupt is needed, and the slot
+                // is looked at again once it is on (an answer that came before then raised an
+                // interrupt that waited, masked, and is delivered now).
+                if let Some(irq) = irq {
+                    irq.enable();
+                }
+                listening = true;
+                continue;
+            }
             if woken {
                 pr_debug!(
                     "command {}: stale response (seq {}, waiting for {})\n",
@@ -238,7 +331,7 @@ impl CmdChannel {
                     seq
                 );
             }
-            match self.done.wait_for_completion_timeout(left) {
+            match self.signal.done.wait_for_completion_timeout(left) {
                 Ok(rest) => left = rest,
                 Err(e) => {
                     dev_warn!(dev, "command {}: no response from the device\n", code);

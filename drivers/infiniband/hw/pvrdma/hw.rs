@@ -5,7 +5,7 @@
 
 use crate::{
     abi::*,
-    cmd::{CmdChannel, Regs},
+    cmd::{CmdChannel, Regs, ResponseSignal},
     dead::Flusher,
     device::IbDev,
     ring::DeviceRing,
@@ -70,8 +70,9 @@ pub(crate) struct Hw {
     pub(crate) netdev: Mutex<Option<ARef<net::device::Device>>>,
     /// The PCI function.
     pub(crate) pdev: ARef<pci::Device>,
-    /// What the driver counts (the port's hardware counters).
-    pub(crate) stats: Stats,
+    /// What the driver counts (the port's hardware counters); shared with the response
+    /// interrupt's handler.
+    pub(crate) stats: Arc<Stats>,
 }
 
 impl Hw {
@@ -112,6 +113,8 @@ impl Hw {
         let cq_ring = DeviceRing::<Cqne>::new(dev, NUM_RING_PAGES)?;
         let dsr = Coherent::<Dsr>::zeroed(dev, GFP_KERNEL)?;
         let flusher = Flusher::new(events)?;
+        let signal = ResponseSignal::new()?;
+        let stats = Arc::new(Stats::new(), GFP_KERNEL)?;
 
         // The kernel's UAR page is page 0 of BAR 2.
         let uar_pfn = uar_start >> PAGE_SHIFT;
@@ -141,7 +144,7 @@ impl Hw {
 
         Arc::pin_init(
             pin_init!(Self {
-                cmd <- CmdChannel::new(req, resp),
+                cmd <- CmdChannel::new(req, resp, signal),
                 async_ring,
                 cq_ring,
                 dsr,
@@ -155,7 +158,7 @@ impl Hw {
                 version,
                 netdev <- new_mutex!(None, "pvrdma::Hw::netdev"),
                 pdev: ARef::from(&**pdev),
-                stats: Stats::new(),
+                stats,
             }),
             GFP_KERNEL,
         )

@@ -5,8 +5,10 @@
 use crate::{
     abi::event_verbs,
     abi::{event, Eqe, INTR_CAUSE_RESPONSE, PORT, REG_ICR},
+    cmd::ResponseSignal,
     device::IbDev,
     hw::Hw,
+    stats::Stats,
 };
 use kernel::{
     io::Io,
@@ -17,17 +19,21 @@ use kernel::{
 };
 
 /// Vector 0: a command response is ready.
+///
+/// It holds what it signals and counts, not the device: with a vector of its own the command
+/// channel, which the device holds, owns the handler (`CmdChannel::poll_with`).
 pub(crate) struct ResponseIrq {
-    pub(crate) hw: Arc<Hw>,
-    /// Whether the vector is a single one shared by all causes (MSI or INTx), so that `ICR`
-    /// says what happened.
-    pub(crate) shared: bool,
+    pub(crate) signal: Arc<ResponseSignal>,
+    pub(crate) stats: Arc<Stats>,
+    /// With a single vector shared by all causes (MSI or INTx), the device, whose `ICR` says
+    /// what happened; such a handler stays with the driver's data, not the channel.
+    pub(crate) shared: Option<Arc<Hw>>,
 }
 
 impl irq::Handler for ResponseIrq {
     fn handle(&self) -> IrqReturn {
-        if self.shared {
-            let Some(regs) = self.hw.regs.try_access() else {
+        if let Some(hw) = &self.shared {
+            let Some(regs) = hw.regs.try_access() else {
                 return IrqReturn::None;
             };
             let icr = regs.read32(REG_ICR);
@@ -38,8 +44,8 @@ impl irq::Handler for ResponseIrq {
                 return IrqReturn::Handled;
             }
         }
-        self.hw.stats.interrupts.inc();
-        self.hw.cmd.response_ready();
+        self.stats.interrupts.inc();
+        self.signal.response_ready();
         IrqReturn::Handled
     }
 }

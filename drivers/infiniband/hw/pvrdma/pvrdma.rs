@@ -72,15 +72,18 @@ kernel::pci_device_table!(
 /// network device, unregister the RDMA device (destroying what user space left), mask the
 /// device's interrupts, free the handlers, and finally drop the driver's reference to the
 /// hardware state. The handlers hold the other references; once they are freed the device is
-/// reset and the shared memory freed. Devres frees the interrupt vectors and unmaps the BARs
-/// after that.
+/// reset and the shared memory freed, with the command channel and the response handler it
+/// holds when that has a vector of its own. Devres frees the interrupt vectors and unmaps the
+/// BARs after that.
 struct Pvrdma {
     _link: Pin<KBox<net::notifier::Registration<LinkWatcher>>>,
     _ib: Devres<rdma::Registration<IbDev>>,
     _interrupts: InterruptsEnabled,
     _cq_irq: Option<pci::IrqHandler<CqNotifyIrq>>,
     _async_irq: Option<pci::IrqHandler<AsyncEventIrq>>,
-    _response_irq: pci::IrqHandler<ResponseIrq>,
+    /// With one vector for every cause; the command channel holds the handler of a vector of
+    /// the responses' own.
+    _response_irq: Option<pci::IrqHandler<ResponseIrq>>,
     _hw: Arc<Hw>,
 }
 
@@ -136,19 +139,24 @@ impl Pvrdma {
             )?,
         };
         let shared = !matches!(vectors.irq_type(), pci::IrqType::MsiX);
-        let response_irq = vectors.request_irq(
-            0,
-            if shared {
-                irq::Flags::SHARED
-            } else {
-                irq::Flags::TRIGGER_NONE
-            },
-            NAME,
-            ResponseIrq {
-                hw: hw.clone(),
-                shared,
-            },
-        )?;
+        let response = ResponseIrq {
+            signal: hw.cmd.signal().clone(),
+            stats: hw.stats.clone(),
+            shared: shared.then(|| hw.clone()),
+        };
+        // A vector of the responses' own is requested off and handed to the command channel,
+        // which turns it on only while a command waits (`cmd`); a shared one stays on.
+        let response_irq = if shared {
+            Some(vectors.request_irq(0, irq::Flags::SHARED, NAME, response)?)
+        } else {
+            hw.cmd.poll_with(vectors.request_irq(
+                0,
+                irq::Flags::TRIGGER_NONE | irq::Flags::NO_AUTOEN,
+                NAME,
+                response,
+            )?);
+            None
+        };
         let async_irq = if vectors.len() > 1 {
             Some(vectors.request_irq(
                 1,
