@@ -291,6 +291,8 @@ impl CmdChannel {
         answer
     }
 
+    /// [`CmdChannel::wait_response`] without its last step: the interrupt, if this turned it
+    /// on, is still on when this returns.
     fn await_response(
         &self,
         dev: &Device,
