@@ -241,15 +241,18 @@ impl CmdChannel {
             );
             return Err(refusal(errno));
         }
-        let rhdr = self
-            .wait_response(dev, seq, code, &mut turn.irq)
-            .inspect_err(|e| {
-                if *e == ETIMEDOUT {
-                    // Stopped under the channel's mutex, so that no command starts before the
-                    // caller declares the device dead and resets it (`Hw::command`).
-                    self.dead.store(true, Ordering::Relaxed);
-                }
-            })?;
+        let answer = self.wait_response(dev, seq, code, &mut turn.irq);
+        if let Some(irq) = &mut turn.irq {
+            // Off again, whether the wait turned it on or not: the next command polls first.
+            irq.disable_nosync();
+        }
+        let rhdr = answer.inspect_err(|e| {
+            if *e == ETIMEDOUT {
+                // Stopped under the channel's mutex, so that no command starts before the
+                // caller declares the device dead and resets it (`Hw::command`).
+                self.dead.store(true, Ordering::Relaxed);
+            }
+        })?;
         if rhdr.ack != resp_code {
             dev_warn!(
                 dev,
@@ -274,26 +277,10 @@ impl CmdChannel {
 
     /// Waits until the response slot answers sequence number `seq`, for at most
     /// [`CMD_TIMEOUT_MS`] in all; does not sleep, and leaves the response interrupt `irq` off,
-    /// if it does already. Signals left over from an earlier command (whose response came after
-    /// it gave up, or that did not wait) are consumed on the way.
+    /// if it does already. An interrupt this turns on is still on when it returns (the caller
+    /// turns it off). Signals left over from an earlier command (whose response came after it
+    /// gave up, or that did not wait) are consumed on the way.
     fn wait_response(
-        &self,
-        dev: &Device,
-        seq: u64,
-        code: u32,
-        irq: &mut Option<IrqHandler<ResponseIrq>>,
-    ) -> Result<RespHdr> {
-        let answer = self.await_response(dev, seq, code, irq);
-        if let Some(irq) = irq {
-            // Off again, whether the wait turned it on or not: the next command polls first.
-            irq.disable_nosync();
-        }
-        answer
-    }
-
-    /// [`CmdChannel::wait_response`] without its last step: the interrupt, if this turned it
-    /// on, is still on when this returns.
-    fn await_response(
         &self,
         dev: &Device,
         seq: u64,
