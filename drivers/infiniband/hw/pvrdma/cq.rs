@@ -156,7 +156,7 @@ impl Cq {
                 {
                     return Err(EINVAL);
                 }
-                let pdir = PageDir::for_user(pdev, &[&umem])?;
+                let pdir = PageDir::for_user(pdev, &dev.hw.pdirs, &[&umem])?;
                 let (dma, n) = (pdir.dma_handle(), pdir.npages());
                 (
                     Some(UserRing {
@@ -171,7 +171,7 @@ impl Cq {
             }
             None => {
                 let npages = u32::try_from(ring_pages).map_err(|_| EINVAL)?;
-                let ring = DeviceRing::<Cqe>::with_slots(pdev, npages, entries)?;
+                let ring = DeviceRing::<Cqe>::with_slots(pdev, &dev.hw.pdirs, npages, entries)?;
                 let dma = ring.pdir().dma_handle();
                 (None, Some(ring), dma, npages as usize, None)
             }

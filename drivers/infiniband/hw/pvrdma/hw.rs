@@ -8,6 +8,7 @@ use crate::{
     cmd::{CmdChannel, Regs, ResponseSignal},
     dead::Flusher,
     device::IbDev,
+    pdir::DirCache,
     ring::DeviceRing,
     stats::Stats,
 };
@@ -73,6 +74,8 @@ pub(crate) struct Hw {
     /// What the driver counts (the port's hardware counters); shared with the response
     /// interrupt's handler.
     pub(crate) stats: Arc<Stats>,
+    /// The page directories' allocations kept for reuse (the rings' and the objects').
+    pub(crate) pdirs: Arc<DirCache>,
 }
 
 impl Hw {
@@ -109,8 +112,9 @@ impl Hw {
 
         let req = CmdChannel::alloc_slot(dev)?;
         let resp = CmdChannel::alloc_slot(dev)?;
-        let async_ring = DeviceRing::<Eqe>::new(dev, NUM_RING_PAGES)?;
-        let cq_ring = DeviceRing::<Cqne>::new(dev, NUM_RING_PAGES)?;
+        let pdirs = DirCache::new()?;
+        let async_ring = DeviceRing::<Eqe>::new(dev, &pdirs, NUM_RING_PAGES)?;
+        let cq_ring = DeviceRing::<Cqne>::new(dev, &pdirs, NUM_RING_PAGES)?;
         let dsr = Coherent::<Dsr>::zeroed(dev, GFP_KERNEL)?;
         let flusher = Flusher::new(events)?;
         let signal = ResponseSignal::new()?;
@@ -159,6 +163,7 @@ impl Hw {
                 netdev <- new_mutex!(None, "pvrdma::Hw::netdev"),
                 pdev: ARef::from(&**pdev),
                 stats,
+                pdirs,
             }),
             GFP_KERNEL,
         )

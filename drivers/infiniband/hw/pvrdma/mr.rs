@@ -95,7 +95,7 @@ impl Mr {
         if umem.num_pages() > PAGE_DIR_MAX_PAGES {
             return Err(EINVAL);
         }
-        let pdir = PageDir::for_user(dev.parent(), &[&umem])?;
+        let pdir = PageDir::for_user(dev.parent(), &dev.hw.pdirs, &[&umem])?;
         let cmd = CmdCreateMr {
             start: virt_addr,
             length,
@@ -170,7 +170,7 @@ impl Mr {
         }
         let reservation = dev.counts.mrs.take(dev.caps.max_mr)?;
         let max = max_num_sg as usize;
-        let pdir = PageDir::for_pages(dev.parent(), max)?;
+        let pdir = PageDir::for_pages(dev.parent(), &dev.hw.pdirs, max)?;
         let list = PageList {
             pages: KVec::from_elem(0, max, GFP_KERNEL)?,
             len: 0,

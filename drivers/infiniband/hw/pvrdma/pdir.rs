@@ -14,9 +14,11 @@ use kernel::{
     device::{Bound, Device},
     dma::{Coherent, DmaAddress},
     io::io_write,
+    new_spinlock,
     page::PAGE_SIZE,
     prelude::*,
     rdma::Umem,
+    sync::{Arc, SpinLock},
 };
 
 /// Entries (u64 bus addresses) in a directory or table page: 512, the device's 9 bits per level,
@@ -32,42 +34,114 @@ const _: () = assert!(
 ///
 /// A directory of at most 512 pages (rings and regions up to 2 MiB) needs one table, which
 /// shares the directory's allocation as its second page (a coherent allocation is contiguous in
-/// bus addresses and aligned to its size): one coherent allocation per directory instead of two.
-/// The two had been the largest part of the driver's own work in creating a CQ (about 3,000 of
-/// its 7,000 instructions; the C driver makes both, and an array of table pointers).
+/// bus addresses and aligned to its size): one allocation of two pages per directory instead of
+/// two of one. That allocation comes from the device's [`DirCache`] and goes back to it when the
+/// directory is dropped, so that creating an object after another was destroyed neither
+/// allocates nor zeroes pages.
 ///
 /// # Invariants
 ///
 /// The directory describes `npages` pages (1..=`PAGE_DIR_MAX_PAGES`): `dir` starts with the
 /// directory page, whose entry `t` holds the bus address of table `t`; entry `i % 512` of table
 /// `i / 512` holds that of page `i`, which is `pages[i]` when the directory owns its pages
-/// (`pages` is empty otherwise). With one table (`tables` empty), that table is the second page
-/// of `dir`; with more, table `t` is `tables[t]`.
+/// (`pages` is empty otherwise), and the table entries from `npages` on are zero. With one table
+/// (`tables` empty), that table is the second page of `dir`, and `cache` is the cache `dir` goes
+/// back to; with more, table `t` is `tables[t]` and `cache` is `None`. `dir` is `None` only in
+/// the drop, once handed back; `dma` is its bus address.
 pub(crate) struct PageDir {
-    dir: Coherent<[u64]>,
+    dir: Option<Coherent<[u64]>>,
+    dma: DmaAddress,
     /// Owned for the device, which reads them; the driver only writes them at creation. Empty
     /// when the one table follows the directory in `dir`.
     tables: KVec<Coherent<[u64]>>,
     pages: KVec<DmaPage>,
     npages: usize,
+    cache: Option<Arc<DirCache>>,
+}
+
+/// The most two-page directory allocations a device keeps for reuse: 4 MiB. Creating and
+/// destroying objects in bursts of hundreds (a server's connections, a benchmark's rounds) then
+/// reuses them all; what a burst leaves behind is kept until the device is unbound, as
+/// `dma_pool`s and the RDMA drivers' MR caches keep theirs.
+const CACHED_DIRS: usize = 512;
+
+/// The two-page directory allocations (a directory page and its one table) of destroyed objects,
+/// kept for the next ones: taking one is a list operation where allocating is the page
+/// allocator's work and zeroing two pages (under TCG a few thousand guest instructions and more
+/// host time, for each CQ, QP, SRQ and MR created).
+///
+/// # Invariants
+///
+/// Every allocation in `free` is two pages whose first entry holds the bus address of the
+/// second page and whose other entries are zero (a directory of no pages). `free` never grows
+/// beyond the capacity it was allocated with, so giving back does not allocate.
+#[pin_data]
+pub(crate) struct DirCache {
+    /// Taken only in process context: by the verbs that create and destroy objects, and at
+    /// probe and unbind.
+    #[pin]
+    free: SpinLock<KVec<Coherent<[u64]>>>,
+}
+
+impl DirCache {
+    /// An empty cache with room for [`CACHED_DIRS`] allocations.
+    pub(crate) fn new() -> Result<Arc<Self>> {
+        let free = KVec::with_capacity(CACHED_DIRS, GFP_KERNEL)?;
+        Arc::pin_init(
+            pin_init!(Self {
+                free <- new_spinlock!(free, "pvrdma::DirCache::free"),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// A two-page directory allocation whose first entry points at its second page, all other
+    /// entries zero: a kept one, or a new one.
+    fn take(&self, dev: &Device<Bound>) -> Result<Coherent<[u64]>> {
+        if let Some(dir) = self.free.lock().pop() {
+            return Ok(dir);
+        }
+        let dir = Coherent::<u64>::zeroed_slice(dev, 2 * ENTRIES, GFP_KERNEL)?;
+        io_write!(&dir, [try: 0], dir.dma_address() + PAGE_SIZE as DmaAddress);
+        Ok(dir)
+    }
+
+    /// Takes back `dir`, a directory of `npages` pages in its one table that the device no
+    /// longer uses: its entries are cleared and it is kept, or freed if the cache is full.
+    fn give(&self, dir: Coherent<[u64]>, npages: usize) {
+        if Self::clear_table(&dir, npages).is_ok() {
+            // A full cache hands `dir` back, to be freed outside the lock.
+            let _rejected = self.free.lock().push_within_capacity(dir);
+        }
+    }
+
+    /// Zeroes the first `npages` entries of the table, the second page of `dir`: all it can
+    /// hold that is not zero. Fails (leaving `dir` to be freed) only if `dir` were not two pages.
+    fn clear_table(dir: &Coherent<[u64]>, npages: usize) -> Result {
+        for i in ENTRIES..ENTRIES.checked_add(npages).ok_or(EINVAL)? {
+            io_write!(dir, [try: i], 0);
+        }
+        Ok(())
+    }
 }
 
 impl PageDir {
-    /// Allocates the directory and tables for `npages` pages.
-    fn tables(dev: &Device<Bound>, npages: usize) -> Result<Self> {
+    /// Allocates the directory and tables for `npages` pages, one table from `cache`.
+    fn tables(dev: &Device<Bound>, cache: &Arc<DirCache>, npages: usize) -> Result<Self> {
         if npages == 0 || npages > PAGE_DIR_MAX_PAGES {
             return Err(EINVAL);
         }
         let ntables = (npages - 1) / ENTRIES + 1;
         if ntables == 1 {
             // The directory page, then its table.
-            let dir = Coherent::<u64>::zeroed_slice(dev, 2 * ENTRIES, GFP_KERNEL)?;
-            io_write!(&dir, [try: 0], dir.dma_address() + PAGE_SIZE as DmaAddress);
+            let dir = cache.take(dev)?;
             return Ok(Self {
-                dir,
+                dma: dir.dma_address(),
+                dir: Some(dir),
                 tables: KVec::new(),
                 pages: KVec::new(),
                 npages,
+                cache: Some(cache.clone()),
             });
         }
         let dir = Coherent::<u64>::zeroed_slice(dev, ENTRIES, GFP_KERNEL)?;
@@ -78,17 +152,23 @@ impl PageDir {
             tables.push(table, GFP_KERNEL)?;
         }
         Ok(Self {
-            dir,
+            dma: dir.dma_address(),
+            dir: Some(dir),
             tables,
             pages: KVec::new(),
             npages,
+            cache: None,
         })
     }
 
     /// A directory for up to `npages` pages the owner enters later with [`PageDir::set`] (the
     /// page list of a fast-register MR).
-    pub(crate) fn for_pages(dev: &Device<Bound>, npages: usize) -> Result<Self> {
-        Self::tables(dev, npages)
+    pub(crate) fn for_pages(
+        dev: &Device<Bound>,
+        cache: &Arc<DirCache>,
+        npages: usize,
+    ) -> Result<Self> {
+        Self::tables(dev, cache, npages)
     }
 
     /// Enters `addr` as page `index`.
@@ -100,7 +180,8 @@ impl PageDir {
         }
         if self.tables.is_empty() {
             // The one table, after the directory.
-            io_write!(&self.dir, [try: ENTRIES + index], addr);
+            let dir = self.dir.as_ref().ok_or(EINVAL)?;
+            io_write!(dir, [try: ENTRIES + index], addr);
         } else {
             let table = self.tables.get(index / ENTRIES).ok_or(EINVAL)?;
             io_write!(table, [try: index % ENTRIES], addr);
@@ -110,12 +191,16 @@ impl PageDir {
 
     /// A directory of the pages of `umems`, one after the other. The caller keeps them pinned
     /// for as long as the device may use the directory.
-    pub(crate) fn for_user(dev: &Device<Bound>, umems: &[&Umem]) -> Result<Self> {
+    pub(crate) fn for_user(
+        dev: &Device<Bound>,
+        cache: &Arc<DirCache>,
+        umems: &[&Umem],
+    ) -> Result<Self> {
         let npages = umems
             .iter()
             .try_fold(0usize, |n, u| n.checked_add(u.num_pages()))
             .ok_or(EINVAL)?;
-        let pdir = Self::tables(dev, npages)?;
+        let pdir = Self::tables(dev, cache, npages)?;
         let mut index = 0;
         for umem in umems {
             umem.for_each_page(|addr| {
@@ -136,8 +221,8 @@ impl PageDir {
     }
 
     /// Allocates a directory of `npages` zeroed pages for `dev`.
-    pub(crate) fn new(dev: &Device<Bound>, npages: usize) -> Result<Self> {
-        let mut pdir = Self::tables(dev, npages)?;
+    pub(crate) fn new(dev: &Device<Bound>, cache: &Arc<DirCache>, npages: usize) -> Result<Self> {
+        let mut pdir = Self::tables(dev, cache, npages)?;
         let mut pages = KVec::with_capacity(npages, GFP_KERNEL)?;
         for i in 0..npages {
             let page = alloc_page(dev)?;
@@ -150,11 +235,22 @@ impl PageDir {
 
     /// The directory's bus address, for the device.
     pub(crate) fn dma_handle(&self) -> DmaAddress {
-        self.dir.dma_address()
+        self.dma
     }
 
     /// Data page `index` (of a directory that owns its pages).
     pub(crate) fn page(&self, index: usize) -> Result<&DmaPage> {
         self.pages.get(index).ok_or(EINVAL)
+    }
+}
+
+impl Drop for PageDir {
+    /// Gives a one-table directory's allocation back to its cache. The owner drops a directory
+    /// once the device no longer uses it: after the command that destroyed the object, or when
+    /// the object was never created.
+    fn drop(&mut self) {
+        if let (Some(cache), Some(dir)) = (self.cache.take(), self.dir.take()) {
+            cache.give(dir, self.npages);
+        }
     }
 }

@@ -269,8 +269,8 @@ impl Qp {
                 }
                 // The send ring's pages, then the receive ring's.
                 let pdir = match &recv {
-                    Some(recv) => PageDir::for_user(pdev, &[&send, recv])?,
-                    None => PageDir::for_user(pdev, &[&send])?,
+                    Some(recv) => PageDir::for_user(pdev, &dev.hw.pdirs, &[&send, recv])?,
+                    None => PageDir::for_user(pdev, &dev.hw.pdirs, &[&send])?,
                 };
                 let total = pdir.npages();
                 (
@@ -291,7 +291,7 @@ impl Qp {
                 if total > PAGE_DIR_MAX_PAGES {
                     return Err(EINVAL);
                 }
-                let pdir = PageDir::new(pdev, total)?;
+                let pdir = PageDir::new(pdev, &dev.hw.pdirs, total)?;
                 let sq = WorkQueue::new(
                     Side::Send,
                     0,

@@ -11,14 +11,17 @@
 use crate::{
     abi::RingIndexes,
     mem::{DmaPage, SharedBytes},
-    pdir::PageDir,
+    pdir::{DirCache, PageDir},
 };
 use core::mem::{offset_of, size_of};
 use kernel::{
     device::{Bound, Device},
     page::PAGE_SIZE,
     prelude::*,
-    sync::barrier::{dma_mb, mb, Full, Read, Write},
+    sync::{
+        barrier::{dma_mb, mb, Full, Read, Write},
+        Arc,
+    },
 };
 use zerocopy::{FromBytes, Immutable, IntoBytes};
 
@@ -56,17 +59,17 @@ const RX_CONS: usize = size_of::<RingIndexes>() + offset_of!(RingIndexes, cons_h
 
 impl<E: FromBytes + IntoBytes> DeviceRing<E> {
     /// Allocates a ring of `npages` pages (state page included) for `dev`.
-    pub(crate) fn new(dev: &Device<Bound>, npages: u32) -> Result<Self> {
+    pub(crate) fn new(dev: &Device<Bound>, cache: &Arc<DirCache>, npages: u32) -> Result<Self> {
         const { assert!(size_of::<E>() != 0 && PAGE_SIZE % size_of::<E>() == 0) };
         if npages < 2 {
             return Err(EINVAL);
         }
         let slots = Self::capacity(npages);
-        Self::alloc(dev, npages, slots)
+        Self::alloc(dev, cache, npages, slots)
     }
 
-    fn alloc(dev: &Device<Bound>, npages: u32, slots: u32) -> Result<Self> {
-        let pdir = PageDir::new(dev, npages as usize)?;
+    fn alloc(dev: &Device<Bound>, cache: &Arc<DirCache>, npages: u32, slots: u32) -> Result<Self> {
+        let pdir = PageDir::new(dev, cache, npages as usize)?;
         Ok(Self {
             pdir,
             slots,
@@ -81,12 +84,17 @@ impl<E: FromBytes + IntoBytes> DeviceRing<E> {
 
     /// Allocates a ring of `npages` pages (state page included) with `slots` entries, a power of
     /// two that fits the data pages.
-    pub(crate) fn with_slots(dev: &Device<Bound>, npages: u32, slots: u32) -> Result<Self> {
+    pub(crate) fn with_slots(
+        dev: &Device<Bound>,
+        cache: &Arc<DirCache>,
+        npages: u32,
+        slots: u32,
+    ) -> Result<Self> {
         const { assert!(size_of::<E>() != 0 && PAGE_SIZE % size_of::<E>() == 0) };
         if npages < 2 || slots == 0 || !slots.is_power_of_two() || slots > Self::capacity(npages) {
             return Err(EINVAL);
         }
-        Self::alloc(dev, npages, slots)
+        Self::alloc(dev, cache, npages, slots)
     }
 
     /// Uses only the first `slots` entries (a power of two no larger than the ring's): the

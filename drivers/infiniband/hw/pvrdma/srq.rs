@@ -77,7 +77,7 @@ impl Srq {
         if umem.num_pages() > PAGE_DIR_MAX_PAGES || umem.num_pages() < 1 + ring_pages {
             return Err(EINVAL);
         }
-        let pdir = PageDir::for_user(dev.parent(), &[&umem])?;
+        let pdir = PageDir::for_user(dev.parent(), &dev.hw.pdirs, &[&umem])?;
         let cmd = CmdCreateSrq {
             pdir_dma: pdir.dma_handle(),
             pd_handle: pd.handle,
