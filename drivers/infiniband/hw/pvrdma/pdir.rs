@@ -45,9 +45,9 @@ const _: () = assert!(
 /// directory page, whose entry `t` holds the bus address of table `t`; entry `i % 512` of table
 /// `i / 512` holds that of page `i`, which is `pages[i]` when the directory owns its pages
 /// (`pages` is empty otherwise), and the table entries from `npages` on are zero. With one table
-/// (`tables` empty), that table is the second page of `dir`, and `cache` is the cache `dir` goes
-/// back to; with more, table `t` is `tables[t]` and `cache` is `None`. `dir` is `None` only in
-/// the drop, once handed back; `dma` is its bus address.
+/// (`tables` empty), that table is the second page of `dir`, which goes back to `cache` when the
+/// directory is dropped; with more, table `t` is `tables[t]`. `dir` is `None` only in the drop,
+/// once handed back; `dma` is its bus address.
 pub(crate) struct PageDir {
     dir: Option<Coherent<[u64]>>,
     dma: DmaAddress,
@@ -56,7 +56,7 @@ pub(crate) struct PageDir {
     tables: KVec<Coherent<[u64]>>,
     pages: KVec<DmaPage>,
     npages: usize,
-    cache: Option<Arc<DirCache>>,
+    cache: Arc<DirCache>,
 }
 
 /// The most two-page directory allocations a device keeps for reuse: 4 MiB. Creating and
@@ -141,7 +141,7 @@ impl PageDir {
                 tables: KVec::new(),
                 pages: KVec::new(),
                 npages,
-                cache: Some(cache.clone()),
+                cache: cache.clone(),
             });
         }
         let dir = Coherent::<u64>::zeroed_slice(dev, ENTRIES, GFP_KERNEL)?;
@@ -157,7 +157,7 @@ impl PageDir {
             tables,
             pages: KVec::new(),
             npages,
-            cache: None,
+            cache: cache.clone(),
         })
     }
 
@@ -249,8 +249,10 @@ impl Drop for PageDir {
     /// once the device no longer uses it: after the command that destroyed the object, or when
     /// the object was never created.
     fn drop(&mut self) {
-        if let (Some(cache), Some(dir)) = (self.cache.take(), self.dir.take()) {
-            cache.give(dir, self.npages);
+        if self.tables.is_empty() {
+            if let Some(dir) = self.dir.take() {
+                self.cache.give(dir, self.npages);
+            }
         }
     }
 }
