@@ -9,24 +9,30 @@
 #   lab.driver=c|rust     which driver this run is for (only recorded)
 #   lab.module=PATH       the RDMA driver module to insmod
 #   lab.kdir=PATH         the test kernel's build dir (modules.order: dependencies)
-#   lab.test=NAME         runs tests/guest/tests/NAME.sh
-#   lab.timeout=SECONDS   the guest-side time limit of that script
+#   lab.tests=NAME:SECONDS,...
+#                         runs tests/guest/tests/NAME.sh with that guest-side time
+#                         limit, for each in turn (a guest the runner gives several
+#                         tests: each with the driver loaded afresh and removed after)
 #   lab.role=server|client, lab.ip=192.0.2.N, lab.peer=192.0.2.M, lab.incarnation=K
 #                         a two-guest test: this guest's role, its address, the
 #                         other guest's, and which start of this guest it is (a
 #                         client started again after its QEMU ended: 2, ...); one
 #                         guest alone: 192.0.2.1, no role
-# and shares the per-test results directory writable under the tag "results".
+# and shares each test's results directory writable under the tags "results1",
+# "results2", ... in the order of lab.tests.
 #
-# Whatever happens, this script writes what it saw into the results directory
-# and powers the guest off; `done` is written last, so a missing `done` tells
-# the runner the guest never finished reporting.
+# Whatever happens, this script writes what it saw into the results directories
+# of the tests it started and powers the guest off; `done` is written last, so a
+# missing `done` tells the runner the guest never finished reporting. A test that
+# disturbs the kernel (taints it, turns lockdep off) or fails to set up or tear
+# down ends the guest: the tests after it are not started (the runner gives them
+# guests of their own).
 
 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export PATH
 LAB_DIR=${0%/*}
 export LAB_DIR
-R=/run/results
+R=/run/results/1
 LAB_RESULTS=$R
 export LAB_RESULTS
 LAB_IP=192.0.2.1
@@ -81,11 +87,29 @@ busybox mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 HOME=/tmp
 export HOME
 
-busybox mkdir -p "$R"
-if ! busybox mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 results "$R"; then
-	echo "lab-init: cannot mount the results share; nothing can be reported" >/dev/console
-	echo o >/proc/sysrq-trigger
-fi
+# One results share per test: results1 at /run/results/1, and so on.
+lab_slots=1
+for arg in $lab_cmdline; do
+	case "$arg" in
+	# shellcheck disable=SC2086 # split at the commas on purpose
+	lab.tests=*) lab_slots=$(IFS=, && set -- ${arg#lab.tests=} && echo $#) ;;
+	esac
+done
+case "$lab_slots" in
+[1-8]) ;;
+*) lab_slots=1 ;;
+esac
+lab_n=0
+while [ "$lab_n" -lt "$lab_slots" ]; do
+	lab_n=$((lab_n + 1))
+	busybox mkdir -p "/run/results/$lab_n"
+	if ! busybox mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 "results$lab_n" "/run/results/$lab_n"; then
+		echo "lab-init: cannot mount the results share results$lab_n" >/dev/console
+		[ "$lab_n" -gt 1 ] || echo o >/proc/sysrq-trigger
+	fi
+done
+R=/run/results/1
+LAB_RESULTS=$R
 
 # --- Reporting helpers --------------------------------------------------------
 # uptime_now: seconds since boot.
@@ -115,15 +139,49 @@ wait_until_aged() {
 	busybox sleep "$lab_wait"
 }
 
-# finish: collects the taint, leak reports and dmesg, writes `done`, powers
-# off. Never returns.
-finish() {
+# collect_dmesg FILE: appends to FILE the kernel messages since the last call
+# (all of them at the first): each test of a guest gets its own. The mark is
+# the last time stamp seen and how many lines had it (a message printed in the
+# same microsecond after the last call is kept).
+lab_dmesg_mark="-1 0"
+collect_dmesg() {
+	dmesg >/run/lab-dmesg 2>&1
+	busybox awk -v mark="${lab_dmesg_mark% *}" -v marked="${lab_dmesg_mark#* }" -v markfile=/run/lab-dmesg-mark '
+		/^\[ *[0-9]+\.[0-9]+\]/ {
+			# (the stamp kept as text: awk would print a number with 6 digits)
+			stamp = substr($0, 2, index($0, "]") - 2)
+			t = stamp + 0
+			if (t == mark + 0)
+				seen++
+			keep = (t > mark + 0 || (t == mark + 0 && seen > marked + 0))
+			if (t == last + 0 && last != "")
+				at_last++
+			else
+				at_last = 1
+			last = stamp
+		}
+		keep { print }
+		END { print (last == "" ? mark " " marked : (last + 0 == mark + 0 ? last " " seen : last " " at_last)) > markfile }
+	' /run/lab-dmesg >>"$1"
+	read -r lab_dmesg_mark </run/lab-dmesg-mark
+}
+
+# collect_test: the current test's report but for kmemleak's (the guest's last step).
+collect_test() {
 	stage collect
 	# Judged by the runner: O (the out-of-tree module) and N (KUnit ran) are
 	# expected, any other taint is trouble.
 	busybox cat /proc/sys/kernel/tainted >"$R/tainted" 2>/dev/null
+	collect_dmesg "$R/dmesg.txt"
+	busybox cat /proc/modules >"$R/modules-after.txt" 2>&1
+	uptime_now >"$R/end-uptime"
+}
+
+# finish: kmemleak's report for the tests started, `done`, power off. Never returns.
+finish() {
+	log "slots end: kmemleak"
 	if [ ! -e /sys/kernel/debug/kmemleak ]; then
-		echo "absent (no /sys/kernel/debug/kmemleak)" >"$R/kmemleak-state"
+		lab_leak_state="absent (no /sys/kernel/debug/kmemleak)"
 	elif echo scan >/sys/kernel/debug/kmemleak 2>/dev/null; then
 		# kmemleak reports an object unreferenced and unchanged (same
 		# checksum) in two scans and, at the second, older than 5 s: that
@@ -133,19 +191,39 @@ finish() {
 		wait_until_aged "$lab_driver_idle"
 		log "kmemleak: scanning again"
 		echo scan >/sys/kernel/debug/kmemleak
-		busybox cat /sys/kernel/debug/kmemleak >"$R/kmemleak.txt" 2>&1
-		echo scanned >"$R/kmemleak-state"
+		busybox cat /sys/kernel/debug/kmemleak >/run/lab-kmemleak 2>&1
+		lab_leak_state=scanned
 	else
 		# kmemleak switches itself off for good on an internal error.
-		echo "disabled (a scan was refused)" >"$R/kmemleak-state"
+		lab_leak_state="disabled (a scan was refused)"
 	fi
-	dmesg >"$R/dmesg.txt" 2>&1
-	busybox cat /proc/modules >"$R/modules-after.txt" 2>&1
-	uptime_now >"$R/end-uptime"
-	echo "done" >"$R/done"
+	# What the kernel said since the last test's collection goes to that test;
+	# in a shared guest, but for kmemleak's count of the leaks, which the runner
+	# gives to the tests whose allocations they are (the jiffies-from of each).
+	if [ "$lab_slots" -gt 1 ]; then
+		: >/run/lab-dmesg-rest
+		collect_dmesg /run/lab-dmesg-rest
+		busybox grep -v "new suspected memory leak" /run/lab-dmesg-rest >>"$R/dmesg.txt"
+	else
+		collect_dmesg "$R/dmesg.txt"
+	fi
+	for lab_slot in $lab_started; do
+		lab_dir=/run/results/$lab_slot
+		echo "$lab_leak_state" >"$lab_dir/kmemleak-state"
+		if [ -e /run/lab-kmemleak ]; then
+			if [ "$lab_slots" -gt 1 ]; then
+				busybox cp /run/lab-kmemleak "$lab_dir/kmemleak-batch.txt"
+			else
+				busybox cp /run/lab-kmemleak "$lab_dir/kmemleak.txt"
+			fi
+		fi
+		echo "done" >"$lab_dir/done"
+	done
 	busybox sync
-	busybox umount "$R" 2>/dev/null
-	log "powering off"
+	for lab_slot in $lab_started; do
+		busybox umount "/run/results/$lab_slot" 2>/dev/null
+	done
+	echo "lab-init: powering off" >/dev/console
 	busybox poweroff -f 2>/dev/null
 	echo o >/proc/sysrq-trigger
 	sleep 10
@@ -156,9 +234,12 @@ finish() {
 setup_failed() {
 	echo "$*" >"$R/setup"
 	log "setup failed: $*"
+	collect_test
 	finish
 }
 
+# The tests started (their slots): the first from the start, for what fails before it.
+lab_started=1
 echo "$LAB_BOOT_UPTIME" >"$R/boot-uptime"
 log "init started at uptime $LAB_BOOT_UPTIME s"
 stage parse-cmdline
@@ -168,8 +249,7 @@ LAB_MODEL=
 LAB_DRIVER=
 LAB_MODULE=
 LAB_KDIR=
-LAB_TEST=
-LAB_TIMEOUT=300
+LAB_TESTS=
 # shellcheck disable=SC2086 # the command line is split into words on purpose
 for arg in $lab_cmdline; do
 	case "$arg" in
@@ -177,8 +257,7 @@ for arg in $lab_cmdline; do
 	lab.driver=*) LAB_DRIVER=${arg#lab.driver=} ;;
 	lab.module=*) LAB_MODULE=${arg#lab.module=} ;;
 	lab.kdir=*) LAB_KDIR=${arg#lab.kdir=} ;;
-	lab.test=*) LAB_TEST=${arg#lab.test=} ;;
-	lab.timeout=*) LAB_TIMEOUT=${arg#lab.timeout=} ;;
+	lab.tests=*) LAB_TESTS=${arg#lab.tests=} ;;
 	lab.role=*) LAB_ROLE=${arg#lab.role=} ;;
 	lab.ip=*) LAB_IP=${arg#lab.ip=} ;;
 	lab.peer=*) LAB_PEER_IP=${arg#lab.peer=} ;;
@@ -198,15 +277,23 @@ for arg in $lab_cmdline; do
 done
 # (LAB_KDIR: tests that load the kernel's own modules use modules.sh with it)
 export LAB_MODEL LAB_DRIVER LAB_KDIR
-log "model=$LAB_MODEL driver=$LAB_DRIVER module=$LAB_MODULE test=$LAB_TEST timeout=${LAB_TIMEOUT}s"
-case "$LAB_TEST" in
-"" | *[!A-Za-z0-9_-]*) setup_failed "bad test name '$LAB_TEST' on the kernel command line" ;;
-esac
+log "model=$LAB_MODEL driver=$LAB_DRIVER module=$LAB_MODULE tests=$LAB_TESTS"
+# Each test NAME:SECONDS, as many as there are results shares.
+lab_n=0
+lab_list=$(echo "$LAB_TESTS" | busybox tr ',' ' ')
+for lab_entry in $lab_list; do
+	lab_n=$((lab_n + 1))
+	case "${lab_entry%:*}" in
+	"" | *[!A-Za-z0-9_-]*) setup_failed "bad test name '${lab_entry%:*}' on the kernel command line" ;;
+	esac
+	case "${lab_entry##*:}" in
+	"" | *[!0-9]*) setup_failed "bad time limit in '$lab_entry' on the kernel command line" ;;
+	esac
+	[ -r "$LAB_DIR/tests/${lab_entry%:*}.sh" ] || setup_failed "no test script $LAB_DIR/tests/${lab_entry%:*}.sh"
+done
+[ "$lab_n" -ge 1 ] && [ "$lab_n" -eq "$lab_slots" ] || setup_failed "bad lab.tests '$LAB_TESTS' ($lab_slots results shares)"
 case "$LAB_MODEL" in
 *[!a-z0-9_-]*) setup_failed "bad lab.model '$LAB_MODEL'" ;;
-esac
-case "$LAB_TIMEOUT" in
-"" | *[!0-9]*) setup_failed "bad lab.timeout '$LAB_TIMEOUT'" ;;
 esac
 # The lab's addresses are 192.0.2.0/24's (documentation) only.
 for lab_addr in "$LAB_IP" ${LAB_PEER_IP:+"$LAB_PEER_IP"}; do
@@ -224,8 +311,6 @@ case "$LAB_INCARNATION" in
 esac
 [ -z "$LAB_ROLE" ] || [ -n "$LAB_PEER_IP" ] || setup_failed "lab.role=$LAB_ROLE without lab.peer"
 log "role=${LAB_ROLE:-alone} ip=$LAB_IP peer=${LAB_PEER_IP:-none} incarnation=$LAB_INCARNATION"
-LAB_SCRIPT=$LAB_DIR/tests/$LAB_TEST.sh
-[ -r "$LAB_SCRIPT" ] || setup_failed "no test script $LAB_SCRIPT"
 [ -r "$LAB_MODULE" ] || setup_failed "no driver module at '$LAB_MODULE'"
 
 # shellcheck source=lib.sh
@@ -251,7 +336,7 @@ busybox ip addr add "$LAB_IP/24" dev "$LAB_NETDEV" || setup_failed "ip addr add 
 busybox ip addr show >"$R/interfaces.txt" 2>&1
 log "network: $LAB_NETDEV has $LAB_IP/24"
 
-# --- Driver ---------------------------------------------------------------------
+# --- The RDMA core ----------------------------------------------------------------
 stage load-driver
 # The RDMA core's user-space interfaces, in case the kernel builds them as modules
 # (nothing depends on them, so the driver's dependencies do not pull them in).
@@ -260,72 +345,125 @@ for m in ib_uverbs ib_umad rdma_ucm; do
 		lab_load_module "$(lab_module_path "$m")" || setup_failed "cannot load $m: ${LAB_INSMOD_ERROR:-see init.log}"
 	fi
 done
-lab_load_module "$LAB_MODULE" || setup_failed "insmod $LAB_MODULE failed: ${LAB_INSMOD_ERROR:-see init.log}"
-LAB_MODULE_NAME=$(modinfo -F name "$LAB_MODULE" 2>/dev/null)
-[ -n "$LAB_MODULE_NAME" ] || LAB_MODULE_NAME=$(basename "$LAB_MODULE" .ko | tr - _)
-# For tests that unload and reload the driver (driver_cycles).
-export LAB_MODULE LAB_MODULE_NAME
-log "loaded $LAB_MODULE_NAME"
 
-stage wait-device
-lab_wait_device 60 || setup_failed "$LAB_WAIT_FAILURE"
-export LAB_DEV LAB_GID_INDEX
-log "device $LAB_DEV port 1 ACTIVE, GID of $LAB_IP at index $LAB_GID_INDEX (ready at uptime $(uptime_now) s)"
-ibv_devinfo -v >"$R/ibv_devinfo.txt" 2>&1
-echo ok >"$R/setup"
+# run_test: one test of lab.tests (LAB_TEST, LAB_TIMEOUT, reporting into R):
+# insmod, the port ACTIVE, the script, kill what it left, rmmod, its report.
+run_test() {
+	uptime_now >"$R/slot-uptime"
+	# kmemleak's leaks are the test's whose allocations were made from here on
+	# (the runner splits a shared guest's report at these).
+	busybox grep -m 1 '^jiffies:' /proc/timer_list 2>/dev/null | busybox awk '{ print $2 }' >"$R/jiffies-from"
+	stage load-driver
+	lab_load_module "$LAB_MODULE" || setup_failed "insmod $LAB_MODULE failed: ${LAB_INSMOD_ERROR:-see init.log}"
+	LAB_MODULE_NAME=$(modinfo -F name "$LAB_MODULE" 2>/dev/null)
+	[ -n "$LAB_MODULE_NAME" ] || LAB_MODULE_NAME=$(basename "$LAB_MODULE" .ko | tr - _)
+	# For tests that unload and reload the driver (driver_cycles).
+	export LAB_MODULE LAB_MODULE_NAME
+	log "loaded $LAB_MODULE_NAME"
 
-# --- The test ---------------------------------------------------------------------
-stage "test $LAB_TEST"
-mkdir -p /tmp/lab-test
-cd /tmp/lab-test || setup_failed "cannot cd to /tmp/lab-test"
-t0=$(uptime_now)
-# The watchdog: 10 s before the limit, what a test that is still running waits
-# for (timeout(1) cannot kill a process stuck in the kernel).
-# Once reporting, it is not stopped by the test's end: it is waited for.
-(
-	busybox sleep $((LAB_TIMEOUT > 20 ? LAB_TIMEOUT - 10 : LAB_TIMEOUT))
-	trap '' TERM
-	lab_hang_report "the test still running 10 s before its limit of ${LAB_TIMEOUT} s"
-) &
-lab_watchdog=$!
-timeout -k 5 "$LAB_TIMEOUT" sh "$LAB_SCRIPT" >"$R/test.log" 2>&1 </dev/null
-status=$?
-kill "$lab_watchdog" 2>/dev/null
-wait "$lab_watchdog" 2>/dev/null
-t1=$(uptime_now)
-cd /
-echo "$status" >"$R/status"
-echo "$t0 $t1" >"$R/test-uptime"
-if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
-	echo "FAIL: the test script did not finish within ${LAB_TIMEOUT}s (guest-side timeout)" >>"$R/test.log"
-fi
-log "test $LAB_TEST exited with status $status"
-sed 's/^/lab-test: /' "$R/test.log" >/dev/console
+	stage wait-device
+	lab_wait_device 60 || setup_failed "$LAB_WAIT_FAILURE"
+	export LAB_DEV LAB_GID_INDEX
+	log "device $LAB_DEV port 1 ACTIVE, GID of $LAB_IP at index $LAB_GID_INDEX (ready at uptime $(uptime_now) s)"
+	ibv_devinfo -v >"$R/ibv_devinfo.txt" 2>&1
+	echo ok >"$R/setup"
 
-# --- Teardown: the driver's remove path is part of every test ---------------------------
-stage rmmod
-# Anything the test left behind would hold the device open and make rmmod wait.
-kill -KILL -1 2>/dev/null
-busybox sleep 1
-# rmmod runs in the background and is waited for 60 s: one stuck in the kernel
-# (uninterruptible) would hold timeout(1) for ever, and the guest would never
-# report what it waits for.
-rmmod "$LAB_MODULE_NAME" >>"$R/init.log" 2>&1 &
-lab_rmmod=$!
-lab_n=600
-while lab_alive "$lab_rmmod" && [ "$lab_n" -gt 0 ]; do
-	lab_n=$((lab_n - 1))
-	busybox sleep 0.1
+	# --- The test ---
+	stage "test $LAB_TEST"
+	busybox rm -rf /tmp/lab-test
+	mkdir -p /tmp/lab-test
+	cd /tmp/lab-test || setup_failed "cannot cd to /tmp/lab-test"
+	t0=$(uptime_now)
+	# The watchdog: 10 s before the limit, what a test that is still running waits
+	# for (timeout(1) cannot kill a process stuck in the kernel).
+	# Once reporting, it is not stopped by the test's end: it is waited for.
+	(
+		busybox sleep $((LAB_TIMEOUT > 20 ? LAB_TIMEOUT - 10 : LAB_TIMEOUT))
+		trap '' TERM
+		lab_hang_report "the test still running 10 s before its limit of ${LAB_TIMEOUT} s"
+	) &
+	lab_watchdog=$!
+	timeout -k 5 "$LAB_TIMEOUT" sh "$LAB_DIR/tests/$LAB_TEST.sh" >"$R/test.log" 2>&1 </dev/null
+	status=$?
+	kill "$lab_watchdog" 2>/dev/null
+	wait "$lab_watchdog" 2>/dev/null
+	t1=$(uptime_now)
+	cd /
+	echo "$status" >"$R/status"
+	echo "$t0 $t1" >"$R/test-uptime"
+	if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
+		echo "FAIL: the test script did not finish within ${LAB_TIMEOUT}s (guest-side timeout)" >>"$R/test.log"
+	fi
+	log "test $LAB_TEST exited with status $status"
+	sed 's/^/lab-test: /' "$R/test.log" >/dev/console
+
+	# --- Teardown: the driver's remove path is part of every test ---
+	stage rmmod
+	# Anything the test left behind would hold the device open and make rmmod wait.
+	kill -KILL -1 2>/dev/null
+	busybox sleep 1
+	# rmmod runs in the background and is waited for 60 s: one stuck in the kernel
+	# (uninterruptible) would hold timeout(1) for ever, and the guest would never
+	# report what it waits for.
+	rmmod "$LAB_MODULE_NAME" >>"$R/init.log" 2>&1 &
+	lab_rmmod=$!
+	lab_n=600
+	while lab_alive "$lab_rmmod" && [ "$lab_n" -gt 0 ]; do
+		lab_n=$((lab_n - 1))
+		busybox sleep 0.1
+	done
+	if lab_alive "$lab_rmmod"; then
+		lab_hang_report "rmmod $LAB_MODULE_NAME still running after 60 s"
+		echo "rmmod $LAB_MODULE_NAME hung (60 s): $(grep -m 1 '^stuck: ' "$R/hang.txt")" >"$R/teardown"
+	elif wait "$lab_rmmod"; then
+		echo ok >"$R/teardown"
+	else
+		echo "rmmod $LAB_MODULE_NAME failed (status $?)" >"$R/teardown"
+	fi
+	lab_driver_idle=$(uptime_now)
+	read -r lab_teardown <"$R/teardown"
+	log "teardown: $lab_teardown"
+	collect_test
+}
+
+# kernel_undisturbed: whether the next test may run in this guest: no taint but
+# the expected O (out-of-tree module) and N (KUnit), lockdep still on, and the
+# last test's teardown done; if not, lab_disturbed says why.
+kernel_undisturbed() {
+	# (not `read`: the shell reads a byte at a time, and a sysctl file read from
+	# an offset other than 0 is empty)
+	lab_taint=$(busybox cat /proc/sys/kernel/tainted)
+	if [ $((lab_taint & ~(1 << 12 | 1 << 18))) -ne 0 ]; then
+		lab_disturbed="the kernel is tainted ($lab_taint)"
+	elif [ -r /proc/lockdep_stats ] && ! busybox grep -q '^ *debug_locks: *1$' /proc/lockdep_stats; then
+		lab_disturbed="lockdep is off ($(busybox grep debug_locks /proc/lockdep_stats))"
+	elif [ "$lab_teardown" != ok ]; then
+		lab_disturbed="its teardown: $lab_teardown"
+	else
+		return 0
+	fi
+	return 1
+}
+
+# --- The tests, one after the other ----------------------------------------------
+lab_slot=0
+for lab_entry in $lab_list; do
+	lab_slot=$((lab_slot + 1))
+	LAB_TEST=${lab_entry%:*}
+	LAB_TIMEOUT=${lab_entry##*:}
+	export LAB_TEST
+	if [ "$lab_slot" -gt 1 ]; then
+		kernel_undisturbed || {
+			log "after the last test $lab_disturbed: the rest of lab.tests is not started"
+			break
+		}
+		R=/run/results/$lab_slot
+		LAB_RESULTS=$R
+		lab_started="$lab_started $lab_slot"
+		echo "$LAB_BOOT_UPTIME" >"$R/boot-uptime"
+	fi
+	# The runner splits the console at these lines.
+	log "slot $lab_slot: $LAB_TEST begins"
+	run_test
 done
-if lab_alive "$lab_rmmod"; then
-	lab_hang_report "rmmod $LAB_MODULE_NAME still running after 60 s"
-	echo "rmmod $LAB_MODULE_NAME hung (60 s): $(grep -m 1 '^stuck: ' "$R/hang.txt")" >"$R/teardown"
-elif wait "$lab_rmmod"; then
-	echo ok >"$R/teardown"
-else
-	echo "rmmod $LAB_MODULE_NAME failed (status $?)" >"$R/teardown"
-fi
-lab_driver_idle=$(uptime_now)
-read -r lab_teardown <"$R/teardown"
-log "teardown: $lab_teardown"
 finish

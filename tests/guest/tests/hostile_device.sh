@@ -1,6 +1,7 @@
 #!/bin/sh
 # lab-about: the driver against a device that lies (the patched model's fault injection, tools/qemu patch 16), one fault at a time: async events and CQ notifications naming no object, an interrupt storm, a command answered with another command's response code, a command answered 20 ms late (patch 25, as an asynchronous device answers: the command waits for the response interrupt and succeeds), a stray kernel CQE of an unknown QP, two kernel CQEs of one queue in reverse order (as QEMU's backend reports a work request that fails at once while earlier ones are in flight), a notification of a kernel CQ at its arm inside ib_alloc_cq(), capabilities out of range at probe, each survived with a clean error (the Rust driver counting the stale events and the wrong response in its hardware counters) and the device carrying ibv_rc_pingpong or rping after it; then a fault that leaves the device untrustworthy (by default a kernel CQE with a wr_id never posted): the device is declared dead, IBV_EVENT_DEVICE_FATAL reaches user space, rping and ibv_rc_pingpong fail cleanly within their limits, and removal completes; dmesg free of oops/WARN/KASAN
 # lab-timeout: 600
+# lab-own-guest: the device model is left faulted (its fault injection, a device declared dead), which the next test must not inherit
 . "$LAB_DIR/lib.sh"
 
 # LAB_HOSTILE_FAULTS: the faults survived in turn (default: all of them, in

@@ -8,7 +8,10 @@
 //! (`# lab-client-restarts: 1`: a peer that dies and comes back), and whether
 //! the mux delivers the first MAD it routes as a burst of copies
 //! (`# lab-mad-burst: 200`: a flood of the receiving QP1; `# lab-mad-burst:
-//! 200 RTU`: of the first MAD routed with that CM attribute).
+//! 200 RTU`: of the first MAD routed with that CM attribute), and whether it
+//! needs a guest of its own rather than one it shares with other tests
+//! (`# lab-own-guest: WHY`: it leaves the kernel or the device in a state the
+//! next test must not inherit).
 
 use std::fmt::Display;
 use std::fs;
@@ -50,6 +53,8 @@ pub struct GuestTest {
     /// The CM attribute whose first MAD routed is the one delivered `mad_burst`
     /// times (`# lab-mad-burst: N RTU`); none: the first MAD routed.
     pub mad_burst_of: Option<&'static str>,
+    /// Why the test needs a guest of its own (none: it may share one).
+    pub own_guest: Option<String>,
 }
 
 /// Whether `name` can name a test: it is passed on the guest's kernel command
@@ -87,6 +92,17 @@ pub fn discover(dir: &Path) -> Result<Vec<GuestTest>, String> {
         let text = fs::read_to_string(&path)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         let header = parse_header(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let own_guest = header.own_guest.clone().or_else(|| {
+            if header.guests != 1 {
+                Some("two guests".into())
+            } else if !header.kernel_args.is_empty() {
+                Some("kernel arguments of its own".into())
+            } else if header.mad_burst != 1 {
+                Some("a MAD burst from the mux".into())
+            } else {
+                None
+            }
+        });
         tests.push(GuestTest {
             name: name.to_string(),
             about: header.about,
@@ -96,6 +112,7 @@ pub fn discover(dir: &Path) -> Result<Vec<GuestTest>, String> {
             client_restarts: header.client_restarts,
             mad_burst: header.mad_burst,
             mad_burst_of: header.mad_burst_of,
+            own_guest,
         });
     }
     tests.sort_by(|a, b| a.name.cmp(&b.name));
@@ -112,6 +129,7 @@ struct Header {
     client_restarts: u8,
     mad_burst: u16,
     mad_burst_of: Option<&'static str>,
+    own_guest: Option<String>,
 }
 
 /// Whether `arg` may go on the guest's kernel command line as one argument:
@@ -159,6 +177,7 @@ fn parse_header(text: &str) -> Result<Header, String> {
         client_restarts: 0,
         mad_burst: 1,
         mad_burst_of: None,
+        own_guest: None,
     };
     for line in text.lines().take_while(|l| l.starts_with('#')) {
         if let Some(value) = line.strip_prefix("# lab-about:") {
@@ -166,6 +185,12 @@ fn parse_header(text: &str) -> Result<Header, String> {
         } else if let Some(value) = line.strip_prefix("# lab-timeout:") {
             header.timeout_secs =
                 number_in("lab-timeout", value, 1..=MAX_TIMEOUT_SECS, " seconds")?;
+        } else if let Some(value) = line.strip_prefix("# lab-own-guest:") {
+            let why = value.trim();
+            if why.is_empty() {
+                return Err("lab-own-guest must say why".into());
+            }
+            header.own_guest = Some(why.to_string());
         } else if let Some(value) = line.strip_prefix("# lab-guests:") {
             header.guests = match value.trim() {
                 "1" => 1,
@@ -231,6 +256,7 @@ mod tests {
                 client_restarts: 0,
                 mad_burst: 1,
                 mad_burst_of: None,
+                own_guest: None,
             })
         );
     }
@@ -247,6 +273,7 @@ mod tests {
                 client_restarts: 0,
                 mad_burst: 1,
                 mad_burst_of: None,
+                own_guest: None,
             })
         );
         assert_eq!(
@@ -269,6 +296,11 @@ mod tests {
         assert!(parse_header("# lab-mad-burst: 257\n").is_err());
         assert_eq!(parse_header("# lab-guests: 2\n").map(|h| h.guests), Ok(2));
         assert!(parse_header("# lab-guests: 3\n").is_err());
+        assert_eq!(
+            parse_header("# lab-own-guest: kills the device\n").map(|h| h.own_guest),
+            Ok(Some("kills the device".to_string()))
+        );
+        assert!(parse_header("# lab-own-guest:\n").is_err());
         assert!(parse_header("# lab-timeout: 0\n").is_err());
         assert!(parse_header("# lab-timeout: soon\n").is_err());
     }

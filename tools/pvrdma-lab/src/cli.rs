@@ -10,14 +10,15 @@ pub const USAGE: &str = "\
 usage: pvrdma-lab run [--models patched,stock] [--drivers c,rust]
                       [--tests NAME,...] [--results DIR] [--kernel DIR]
                       [--keep-going] [--run-not-applicable] [--jobs N]
+                      [--tests-per-guest N]
                       [--qemu-stock PATH] [--qemu-patched PATH]
                       [--mux PATH] [--verbs-lib PATH] [--rust-module PATH]
        pvrdma-lab list
        pvrdma-lab bench-report --results DIR [--model patched|stock] [--out DIR]
 
-run   boots one fresh QEMU (with a fresh pvrdma-mux) per device model, driver
-      and test and prints one TAP line for each (`ok 3 - patched/c/rping`),
-      then `N passed, N failed`.
+run   boots fresh QEMUs (each with a fresh pvrdma-mux) for each device model
+      and driver, runs the tests in them and prints one TAP line for each
+      (`ok 3 - patched/c/rping`), then `N passed, N failed`.
       --models       device models (default: patched,stock): `patched` is QEMU
                      7.2 with tools/qemu's pvrdma patches, `stock` Debian's
                      unmodified QEMU 7.2
@@ -32,6 +33,14 @@ run   boots one fresh QEMU (with a fresh pvrdma-mux) per device model, driver
       --jobs         guests to run at once (default: one per CPU, as many as
                      the memory holds at 1.5 GiB each); results are printed
                      as the guests end, the longest tests start first
+      --tests-per-guest
+                     how many tests one guest runs, one after the other, each
+                     with the driver loaded afresh and its own report (default
+                     4; 1: a guest per test). Tests that need a guest of their
+                     own (two guests, kernel arguments, a MAD burst, a
+                     `# lab-own-guest:` line) always have one; a test that
+                     disturbs the kernel ends its guest and the tests after it
+                     get guests of their own
       --run-not-applicable
                      also run the tests a device model cannot pass (listed
                      with their reason in the runner's known.rs; skipped by
@@ -119,6 +128,8 @@ pub struct RunOptions {
     pub time_factor: Option<u64>,
     /// `--jobs N`: guests run at once; the runner's default when not given.
     pub jobs: Option<usize>,
+    /// `--tests-per-guest N`: tests one guest runs; the default when not given.
+    pub tests_per_guest: Option<usize>,
 }
 
 /// Options of `pvrdma-lab bench-report`.
@@ -238,6 +249,15 @@ fn parse_run(args: &[String]) -> Result<RunOptions, String> {
                 Ok(n @ 1..=64) => options.jobs = Some(n),
                 _ => return Err(format!("--jobs: '{value}' is not a number from 1 to 64")),
             },
+            "--tests-per-guest" => match value.parse::<usize>() {
+                Ok(n @ 1..=crate::qemu::MAX_SLOTS) => options.tests_per_guest = Some(n),
+                _ => {
+                    return Err(format!(
+                        "--tests-per-guest: '{value}' is not a number from 1 to {}",
+                        crate::qemu::MAX_SLOTS
+                    ))
+                }
+            },
             _ => options.rust_module = path()?,
         }
     }
@@ -290,6 +310,7 @@ const KNOWN_VALUE_OPTIONS: &[&str] = &[
     "--guest-env",
     "--time-factor",
     "--jobs",
+    "--tests-per-guest",
 ];
 
 /// Whether `assignment` can go to the guest as `lab.env.NAME=VALUE` on its kernel command

@@ -20,12 +20,13 @@ mod qemu;
 mod reference_bugs;
 mod run_error;
 mod session;
+mod shared;
 mod signals;
 mod tap;
 mod verdict;
 
 use std::ops::ControlFlow;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 
 use catalog::GuestTest;
@@ -41,6 +42,9 @@ const EXIT_FAILED: u8 = 1;
 const EXIT_USAGE: u8 = 2;
 /// Exit status when interrupted (128 + SIGINT).
 const EXIT_INTERRUPTED: u8 = 130;
+/// Tests one guest runs unless `--tests-per-guest` says otherwise: a guest's
+/// boot, setup and kmemleak wait (about 20 s under TCG) paid once for four.
+const DEFAULT_TESTS_PER_GUEST: usize = 4;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -258,16 +262,25 @@ impl Run<'_> {
         )
     }
 
-    /// Runs the test; returns its result and what it noted, or the signal that
-    /// interrupted it.
-    fn execute(&self) -> Result<Finished, i32> {
-        let name = entry_name(
+    /// The test's results directory.
+    fn dir(&self) -> PathBuf {
+        self.layout.results.join(entry_name(
             self.model,
             self.driver,
             self.client.map(|c| c.0),
             &self.test.name,
-        );
-        let dir = self.layout.results.join(name);
+        ))
+    }
+
+    /// Whether the test may share a guest with others of its model and driver.
+    fn may_share(&self) -> bool {
+        self.client.is_none() && self.test.own_guest.is_none()
+    }
+
+    /// Runs the test in a guest of its own; returns its result and what it
+    /// noted, or the signal that interrupted it.
+    fn execute(&self) -> Result<Finished, i32> {
+        let dir = self.dir();
         let ran = match self.client {
             None => session::run(
                 self.layout,
@@ -286,16 +299,18 @@ impl Run<'_> {
                 &dir,
             ),
         };
-        let outcome = match ran {
-            Ok(outcome) => outcome,
-            Err(RunError::Interrupted(signum)) => return Err(signum),
-            Err(RunError::Failed(why)) => {
-                return Ok(Finished {
-                    result: TapResult::Fail(format!("lab: {why}")),
-                    comments: Vec::new(),
-                })
-            }
-        };
+        match ran {
+            Ok(outcome) => Ok(self.finished(outcome, &dir)),
+            Err(RunError::Interrupted(signum)) => Err(signum),
+            Err(RunError::Failed(why)) => Ok(Finished {
+                result: TapResult::Fail(format!("lab: {why}")),
+                comments: Vec::new(),
+            }),
+        }
+    }
+
+    /// The TAP result of what the test produced (in `dir`) and its comments.
+    fn finished(&self, outcome: session::Outcome, dir: &Path) -> Finished {
         let mut result =
             known::tap_result(self.model, self.driver, &self.test.name, outcome.verdict);
         if !outcome.reference_bugs.is_empty() && result == TapResult::Pass {
@@ -323,8 +338,52 @@ impl Run<'_> {
             dir.display()
         )];
         comments.extend(outcome.notes.iter().map(|note| format!("  {note}")));
-        Ok(Finished { result, comments })
+        Finished { result, comments }
     }
+}
+
+/// Runs `runs` (one test, or tests of one model and driver that may share a
+/// guest) and returns each one's result by its index in the plan, or the
+/// signal that interrupted them. A test its shared guest did not judge runs
+/// again in a guest of its own.
+fn execute_job(runs: &[(usize, &Run)]) -> Result<Vec<(usize, Finished)>, i32> {
+    let [(_, first), ..] = runs else {
+        return Ok(Vec::new());
+    };
+    if runs.len() == 1 {
+        return Ok(vec![(runs[0].0, first.execute()?)]);
+    }
+    let tests: Vec<&GuestTest> = runs.iter().map(|(_, run)| run.test).collect();
+    let dirs: Vec<PathBuf> = runs.iter().map(|(_, run)| run.dir()).collect();
+    let ends = match shared::run(
+        first.layout,
+        first.model,
+        first.driver,
+        first.module,
+        &tests,
+        &dirs,
+    ) {
+        Ok(ends) => ends,
+        Err(RunError::Interrupted(signum)) => return Err(signum),
+        Err(RunError::Failed(why)) => runs
+            .iter()
+            .map(|_| shared::SlotEnd::Again(format!("the shared guest failed: {why}")))
+            .collect(),
+    };
+    let mut finished = Vec::new();
+    for ((i, run), (end, dir)) in runs.iter().zip(ends.into_iter().zip(&dirs)) {
+        match end {
+            shared::SlotEnd::Judged(outcome) => finished.push((*i, run.finished(*outcome, dir))),
+            shared::SlotEnd::Again(why) => {
+                let mut alone = run.execute()?;
+                alone
+                    .comments
+                    .insert(0, format!("  run in a guest of its own: {why}"));
+                finished.push((*i, alone));
+            }
+        }
+    }
+    Ok(finished)
 }
 
 /// One line of the plan: a test to run, or a result known without running it.
@@ -333,18 +392,50 @@ struct Entry<'a> {
     work: Result<Run<'a>, TapResult>,
 }
 
-/// The plan's runnable entries (their index in the plan, and the run) in the
-/// order they start: longest time limit first (a stand-in for the longest
-/// test), so that parallel guests do not end the run waiting on one long test;
-/// the plan's order among equals.
-fn start_order<'e, 'a>(entries: &'e [Entry<'a>]) -> Vec<(usize, &'e Run<'a>)> {
+/// The plan's runnable entries (their index in the plan, and the run) in
+/// jobs, one guest (or pair) each: the tests of one model and driver that may
+/// share a guest in groups of up to `per_guest` (longest time limit with
+/// longest), the others alone; the jobs in the order they start: longest time
+/// limit first (a stand-in for the longest test), so that parallel guests do
+/// not end the run waiting on one long job; the plan's order among equals.
+fn plan_jobs<'e, 'a>(entries: &'e [Entry<'a>], per_guest: usize) -> Vec<Vec<(usize, &'e Run<'a>)>> {
     let mut runs: Vec<_> = entries
         .iter()
         .enumerate()
         .filter_map(|(i, entry)| entry.work.as_ref().ok().map(|run| (i, run)))
         .collect();
     runs.sort_by_key(|(_, run)| std::cmp::Reverse(run.test.timeout_secs));
-    runs
+    let mut jobs: Vec<Vec<(usize, &Run)>> = Vec::new();
+    // The open group of each model and driver: its index in `jobs`.
+    let mut open: Vec<(DeviceModel, Driver, usize)> = Vec::new();
+    for (i, run) in runs {
+        if per_guest <= 1 || !run.may_share() {
+            jobs.push(vec![(i, run)]);
+            continue;
+        }
+        let group = open
+            .iter()
+            .position(|&(m, d, _)| m == run.model && d == run.driver);
+        match group {
+            Some(g) if jobs[open[g].2].len() < per_guest => jobs[open[g].2].push((i, run)),
+            Some(g) => {
+                open[g].2 = jobs.len();
+                jobs.push(vec![(i, run)]);
+            }
+            None => {
+                open.push((run.model, run.driver, jobs.len()));
+                jobs.push(vec![(i, run)]);
+            }
+        }
+    }
+    jobs.sort_by_key(|job| {
+        std::cmp::Reverse(
+            job.iter()
+                .map(|(_, run)| run.test.timeout_secs)
+                .sum::<u64>(),
+        )
+    });
+    jobs
 }
 
 /// `pvrdma-lab run`.
@@ -457,7 +548,10 @@ fn run(options: &RunOptions) -> ExitCode {
         tap.declare(&entry.name);
     }
     let workers = options.jobs.unwrap_or_else(pool::default_workers);
-    tap.comment(&format!("guests at once: {workers}"));
+    let per_guest = options.tests_per_guest.unwrap_or(DEFAULT_TESTS_PER_GUEST);
+    tap.comment(&format!(
+        "guests at once: {workers}; tests per guest: up to {per_guest}"
+    ));
 
     // Results known without a guest come first; a missing C module is a failure
     // that stops the run unless --keep-going.
@@ -468,34 +562,45 @@ fn run(options: &RunOptions) -> ExitCode {
             stopped |= matches!(result, TapResult::Fail(_)) && !options.keep_going;
         }
     }
-    let runs = start_order(&entries);
+    let jobs = plan_jobs(&entries, per_guest);
     let mut interrupted = None;
     let never_started = if stopped {
-        (0..runs.len()).collect()
+        (0..jobs.len()).collect()
     } else {
         pool::run(
-            &runs,
+            &jobs,
             workers,
-            |(_, run)| run.execute(),
+            |job| execute_job(job),
             |event| match event {
                 pool::Event::Started(job) => {
-                    let (i, run) = runs[job];
-                    tap.comment(&run.announcement(&entries[i].name));
+                    let names: Vec<&str> = jobs[job]
+                        .iter()
+                        .map(|&(i, _)| entries[i].name.as_str())
+                        .collect();
+                    let line = match jobs[job].as_slice() {
+                        [(i, run)] => run.announcement(&entries[*i].name),
+                        _ => format!("running {} in one guest", names.join(", ")),
+                    };
+                    tap.comment(&line);
                     ControlFlow::Continue(())
                 }
-                pool::Event::Finished(job, Ok(finished)) => {
-                    tap.result(&entries[runs[job].0].name, &finished.result);
-                    for comment in &finished.comments {
-                        tap.comment(comment);
+                pool::Event::Finished(_, Ok(results)) => {
+                    let mut failed = false;
+                    for (i, finished) in results {
+                        tap.result(&entries[i].name, &finished.result);
+                        for comment in &finished.comments {
+                            tap.comment(comment);
+                        }
+                        failed |= matches!(finished.result, TapResult::Fail(_));
                     }
-                    if matches!(finished.result, TapResult::Fail(_)) && !options.keep_going {
+                    if failed && !options.keep_going {
                         ControlFlow::Break(())
                     } else {
                         ControlFlow::Continue(())
                     }
                 }
                 pool::Event::Finished(job, Err(signum)) => {
-                    interrupted.get_or_insert((signum, entries[runs[job].0].name.clone()));
+                    interrupted.get_or_insert((signum, entries[jobs[job][0].0].name.clone()));
                     ControlFlow::Break(())
                 }
             },
@@ -513,7 +618,10 @@ fn run(options: &RunOptions) -> ExitCode {
         tap.finish();
         return ExitCode::from(EXIT_INTERRUPTED);
     }
-    let mut unstarted: Vec<usize> = never_started.into_iter().map(|job| runs[job].0).collect();
+    let mut unstarted: Vec<usize> = never_started
+        .into_iter()
+        .flat_map(|job| jobs[job].iter().map(|&(i, _)| i))
+        .collect();
     unstarted.sort_unstable();
     for i in unstarted {
         tap.result(

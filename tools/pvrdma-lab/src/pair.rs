@@ -23,7 +23,7 @@ use crate::guest_report;
 use crate::kernel_log;
 use crate::layout::Layout;
 use crate::model::DeviceModel;
-use crate::qemu::{Guest, Link};
+use crate::qemu::{Guest, Link, Slot};
 use crate::reference_bugs::ReferenceBug;
 use crate::run_error::RunError;
 use crate::session::{self, Outcome, SocketDir, GUEST_OVERHEAD_SECS, KILL_MARKER, MUX_GRACE};
@@ -203,6 +203,11 @@ fn run_sides(
     let mut ends = Vec::new();
     let mut mux_failure = None;
     for (i, side) in sides.iter().enumerate() {
+        let slots = [Slot {
+            test: &test.name,
+            timeout_secs: test.timeout_secs,
+            results_dir: &dirs[i],
+        }];
         let guest = Guest {
             bzimage: &layout.bzimage,
             init: &layout.init,
@@ -210,10 +215,8 @@ fn run_sides(
             driver: side.driver.name(),
             module: side.module,
             kernel_dir: &layout.kernel_dir,
-            test: &test.name,
-            test_timeout_secs: test.timeout_secs,
+            tests: &slots,
             kernel_args: &test.kernel_args,
-            results_dir: &dirs[i],
             mad_socket: &mad_socket,
             fabric_socket: &fabric_socket,
             verbs_lib: &layout.verbs_lib,

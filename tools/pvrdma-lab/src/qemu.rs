@@ -29,6 +29,20 @@ pub struct Link<'a> {
     pub incarnation: u32,
 }
 
+/// One test a guest runs, and where it reports.
+pub struct Slot<'a> {
+    /// The test's name (`tests/guest/tests/NAME.sh`).
+    pub test: &'a str,
+    /// Its guest-side time limit.
+    pub timeout_secs: u64,
+    /// Its results directory, shared writable with the guest as `results<N>`
+    /// (N counting from 1 in the order of the tests).
+    pub results_dir: &'a Path,
+}
+
+/// The most tests one guest runs (each is a virtio-9p device of its own).
+pub const MAX_SLOTS: usize = 8;
+
 /// What one guest needs.
 pub struct Guest<'a> {
     /// The kernel image.
@@ -43,15 +57,12 @@ pub struct Guest<'a> {
     pub module: &'a Path,
     /// The kernel build dir (modules.order, for module dependencies).
     pub kernel_dir: &'a Path,
-    /// The test to run.
-    pub test: &'a str,
-    /// Its guest-side time limit.
-    pub test_timeout_secs: u64,
+    /// The tests to run, one after the other, each with the driver loaded
+    /// afresh (one, or at most [`MAX_SLOTS`] tests that share a guest).
+    pub tests: &'a [Slot<'a>],
     /// Kernel arguments the test needs (checked by the catalog: no spaces or
     /// quotes, never `init=` or `lab.*`).
     pub kernel_args: &'a [String],
-    /// The per-test results directory, shared writable with the guest.
-    pub results_dir: &'a Path,
     /// The mux's socket, which QEMU's mad chardev connects to.
     pub mad_socket: &'a Path,
     /// The fabric socket the verbs library connects to.
@@ -98,14 +109,13 @@ impl Guest<'_> {
             "console=ttyS0 panic=-1 rcupdate.rcu_expedited=1 root=hostroot rootfstype=9p \
              rootflags=trans=virtio,version=9p2000.L,msize=262144,cache=loose ro \
              init={init} lab.model={model} lab.driver={driver} lab.module={module} lab.kdir={kdir} \
-             lab.test={test} lab.timeout={timeout}",
+             lab.tests={tests}",
             init = cmdline_path(self.init)?,
             model = self.model,
             driver = self.driver,
             module = cmdline_path(self.module)?,
             kdir = cmdline_path(self.kernel_dir)?,
-            test = self.test,
-            timeout = self.test_timeout_secs,
+            tests = self.test_list()?,
         );
         for arg in self.kernel_args {
             line.push(' ');
@@ -118,6 +128,41 @@ impl Guest<'_> {
             ));
         }
         Ok(line)
+    }
+
+    /// `lab.tests=`: `NAME:SECONDS` for each test, comma-separated.
+    fn test_list(&self) -> Result<String, String> {
+        if self.tests.is_empty() || self.tests.len() > MAX_SLOTS {
+            return Err(format!(
+                "a guest runs 1 to {MAX_SLOTS} tests, not {}",
+                self.tests.len()
+            ));
+        }
+        let list: Vec<String> = self
+            .tests
+            .iter()
+            .map(|slot| format!("{}:{}", slot.test, slot.timeout_secs))
+            .collect();
+        Ok(list.join(","))
+    }
+
+    /// The `-fsdev` and `-device` arguments of each test's results share,
+    /// `results1`, `results2`, ... (four arguments each).
+    fn results_shares(&self) -> Result<Vec<String>, String> {
+        let mut args = Vec::new();
+        for (i, slot) in self.tests.iter().enumerate() {
+            let n = i + 1;
+            args.extend([
+                "-fsdev".into(),
+                format!(
+                    "local,id=results{n},path={},security_model=none",
+                    option_path(slot.results_dir)?
+                ),
+                "-device".into(),
+                format!("virtio-9p-pci,fsdev=results{n},mount_tag=results{n}"),
+            ]);
+        }
+        Ok(args)
     }
 
     /// The arguments after the QEMU binary.
@@ -155,14 +200,12 @@ impl Guest<'_> {
             "local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap".into(),
             "-device".into(),
             "virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot".into(),
-            "-fsdev".into(),
-            format!(
-                "local,id=results,path={},security_model=none",
-                option_path(self.results_dir)?
-            ),
-            "-device".into(),
-            "virtio-9p-pci,fsdev=results,mount_tag=results".into(),
         ];
+        // The first test's share takes a free slot before the network's fixed
+        // one (slot 4); those of the tests after it come after the pvrdma.
+        let shares = self.results_shares()?;
+        let (first_share, other_shares) = shares.split_at(shares.len().min(4));
+        args.extend_from_slice(first_share);
         // pvrdma must be function 1 of the slot whose function 0 is a vmxnet3,
         // which must exist first (QEMU 7.2's pvrdma dereferences it when it
         // is realized). Alone, the vmxnet3 has no backend; in a two-guest
@@ -187,6 +230,7 @@ impl Guest<'_> {
             "-device".into(),
             "pvrdma,addr=0x4.1,mad-chardev=mad0".into(),
         ]);
+        args.extend_from_slice(other_shares);
         Ok(args.into_iter().map(OsString::from).collect())
     }
 
@@ -237,7 +281,7 @@ fn quote(word: &str) -> String {
 mod tests {
     use super::*;
 
-    fn guest<'a>(results: &'a Path) -> Guest<'a> {
+    fn guest<'a>(tests: &'a [Slot<'a>]) -> Guest<'a> {
         Guest {
             bzimage: Path::new("/k/bzImage"),
             init: Path::new("/c/tests/guest/init.sh"),
@@ -245,10 +289,8 @@ mod tests {
             driver: "c",
             module: Path::new("/k/vmw_pvrdma.ko"),
             kernel_dir: Path::new("/k"),
-            test: "ibv_devinfo",
-            test_timeout_secs: 120,
+            tests,
             kernel_args: &[],
-            results_dir: results,
             mad_socket: Path::new("/tmp/s/mad.sock"),
             fabric_socket: Path::new("/tmp/s/fabric.sock"),
             verbs_lib: Path::new("/t/libpvrdma_verbs.so"),
@@ -259,23 +301,26 @@ mod tests {
 
     #[test]
     fn command_line() {
-        let g = guest(Path::new("/r,x"));
+        let slots = [slot("ibv_devinfo", 120, "/r,x")];
+        let g = guest(&slots);
         let args: Vec<String> = g
             .args()
             .unwrap()
             .iter()
             .map(|a| a.to_string_lossy().into_owned())
             .collect();
-        assert!(args.contains(&"local,id=results,path=/r,,x,security_model=none".to_string()));
+        assert!(args.contains(&"local,id=results1,path=/r,,x,security_model=none".to_string()));
+        assert!(args.contains(&"virtio-9p-pci,fsdev=results1,mount_tag=results1".to_string()));
         assert!(args.contains(&"pvrdma,addr=0x4.1,mad-chardev=mad0".to_string()));
         let append = g.append().unwrap();
-        assert!(append.contains(" lab.test=ibv_devinfo lab.timeout=120"));
+        assert!(append.contains(" lab.tests=ibv_devinfo:120"));
         assert!(append.contains(" init=/c/tests/guest/init.sh lab.model=patched lab.driver=c "));
     }
 
     #[test]
     fn a_linked_guest_has_its_vmxnet3_joined_to_the_other_only() {
-        let mut g = guest(Path::new("/r"));
+        let slots = [slot("ibv_devinfo", 120, "/r")];
+        let mut g = guest(&slots);
         assert!(g
             .args()
             .unwrap()
@@ -311,9 +356,40 @@ mod tests {
 
     #[test]
     fn refuses_unsafe_cmdline_paths() {
-        let mut g = guest(Path::new("/r"));
+        let slots = [slot("ibv_devinfo", 120, "/r")];
+        let mut g = guest(&slots);
         g.module = Path::new("/a b/m.ko");
         assert!(g.append().is_err());
+    }
+
+    fn slot<'a>(test: &'a str, timeout_secs: u64, dir: &'a str) -> Slot<'a> {
+        Slot {
+            test,
+            timeout_secs,
+            results_dir: Path::new(dir),
+        }
+    }
+
+    #[test]
+    fn a_shared_guest_has_a_results_share_per_test() {
+        let slots = [slot("a", 60, "/r/a"), slot("b", 300, "/r/b")];
+        let g = guest(&slots);
+        let args: Vec<String> = g
+            .args()
+            .unwrap()
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert!(args.contains(&"local,id=results2,path=/r/b,security_model=none".to_string()));
+        assert!(g.append().unwrap().contains(" lab.tests=a:60,b:300"));
+        // The network's devices (fixed slot 4) come before the second share,
+        // which QEMU places in the next free slot.
+        let pvrdma = args.iter().position(|a| a.starts_with("pvrdma,")).unwrap();
+        let second = args.iter().position(|a| a.contains("id=results2")).unwrap();
+        let first = args.iter().position(|a| a.contains("id=results1")).unwrap();
+        assert!(first < pvrdma && pvrdma < second);
+        let none: [Slot; 0] = [];
+        assert!(guest(&none).append().is_err());
     }
 
     #[test]

@@ -1,6 +1,6 @@
-//! One test with one driver on one device model: a fresh mux and a fresh QEMU
-//! (the device model has no reset handler, so a guest never runs two tests), a
-//! wall-clock limit, and every log kept in `<results>/<model>/<driver>/<test>/`.
+//! One test with one driver on one device model in a guest of its own: a fresh
+//! mux and a fresh QEMU, a wall-clock limit, and every log kept in
+//! `<results>/<model>/<driver>/<test>/` (shared.rs runs several tests in one).
 
 use std::fs::{self, File};
 use std::io::Write;
@@ -20,7 +20,7 @@ use crate::layout::Layout;
 use crate::model::DeviceModel;
 use crate::mux::{self, MuxFiles};
 use crate::postmortem;
-use crate::qemu::Guest;
+use crate::qemu::{Guest, Slot};
 use crate::reference_bugs;
 use crate::run_error::RunError;
 use crate::signals;
@@ -191,6 +191,11 @@ pub fn run(
     };
 
     let verbs_log = dir.join("verbs.log");
+    let slots = [Slot {
+        test: &test.name,
+        timeout_secs: test.timeout_secs,
+        results_dir: dir,
+    }];
     let guest = Guest {
         bzimage: &layout.bzimage,
         init: &layout.init,
@@ -198,10 +203,8 @@ pub fn run(
         driver: driver.name(),
         module,
         kernel_dir: &layout.kernel_dir,
-        test: &test.name,
-        test_timeout_secs: test.timeout_secs,
+        tests: &slots,
         kernel_args: &test.kernel_args,
-        results_dir: dir,
         mad_socket: &mad_socket,
         fabric_socket: &fabric_socket,
         verbs_lib: &layout.verbs_lib,
