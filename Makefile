@@ -89,7 +89,11 @@ TIME_FACTOR ?= $(if $(filter 1,$(KERNEL_DEBUG)),3,1)
 LAB_ENV ?=
 # JOBS=N: guests run at once (default: the runner's, one per CPU as memory allows).
 JOBS ?=
-RUN_SETTINGS = --guest-env "$(LAB_ENV)" --time-factor $(TIME_FACTOR) $(if $(JOBS),--jobs $(JOBS))
+# TESTS_PER_GUEST=N: tests one guest runs one after the other (default: the runner's, 4; 1: a
+# guest per test).
+TESTS_PER_GUEST ?=
+RUN_SETTINGS = --guest-env "$(LAB_ENV)" --time-factor $(TIME_FACTOR) $(if $(JOBS),--jobs $(JOBS)) \
+	$(if $(TESTS_PER_GUEST),--tests-per-guest $(TESTS_PER_GUEST))
 TESTS ?=
 LAB_TESTS ?= ibv_rc_pingpong,rping,two_guests
 LAB_MODELS ?= $(MODELS)
@@ -107,7 +111,7 @@ QEMU_FOR_LAB := $(if $(call uses_patched,$(LAB_MODELS)),qemu) $(if $(call uses_s
 QEMU_FOR_CHECK := $(if $(call uses_patched,$(MODELS)),qemu) $(if $(call uses_stock,$(MODELS)),stock-qemu)
 STOCK_QEMU := $(PVRDMA_CACHE)/qemu/stock/current/bin/qemu-system-x86_64
 
-.PHONY: all deps kernel kernel-clippy qemu stock-qemu tools module module-clippy unit lab check bench soak fmt clean series series-build-each
+.PHONY: all deps kernel kernel-clippy qemu stock-qemu tools module module-clippy unit lab check bench soak fmt clean series series-build-each guest-programs
 
 all: kernel qemu stock-qemu tools module
 
@@ -127,9 +131,24 @@ stock-qemu: deps
 	@echo "== stock QEMU (tools/qemu/fetch-stock-qemu)"
 	@set -o pipefail; $(TOP)/tools/qemu/fetch-stock-qemu | tail -n 1
 
-tools: deps
+tools: deps guest-programs
 	@echo "== host tools (verbs backend, mux, runner)"
 	@cd $(TOP)/tools && $(CARGO) build --release --quiet
+
+# The guest tests' C programs, built on the host with the flags the guest would
+# use (tests/guest/lib.sh takes them when newer than their sources, and builds
+# them in the guest otherwise): a compile under TCG takes 10-30 s a guest.
+GUEST_PROGRAMS_DIR := $(TOP)/tools/target/guest-programs
+GUEST_TEST_PROGRAMS := $(patsubst $(TOP)/tests/guest/tests/%.c,$(GUEST_PROGRAMS_DIR)/%,$(wildcard $(TOP)/tests/guest/tests/*.c))
+guest-programs: deps $(GUEST_TEST_PROGRAMS) $(GUEST_PROGRAMS_DIR)/wc_audit.so
+
+$(GUEST_TEST_PROGRAMS): $(GUEST_PROGRAMS_DIR)/%: $(TOP)/tests/guest/tests/%.c
+	@mkdir -p $(@D)
+	cc -O2 -Wall -Wextra -Werror -o $@ $< -libverbs
+
+$(GUEST_PROGRAMS_DIR)/wc_audit.so: $(TOP)/tests/guest/wc_audit.c
+	@mkdir -p $(@D)
+	cc -shared -fPIC -O2 -Wall -Wextra -Werror -o $@ $< -ldl
 
 # The Rust driver module, built against the cached test kernel. A Rust module
 # must be rebuilt whenever the kernel (its `kernel` crate) was: Kbuild does not

@@ -1,11 +1,10 @@
 #!/bin/sh
-# lab-about: verbs_ops.c (built in the guest): two RC QPs connected to each other, SEND_WITH_IMM, RDMA_WRITE, RDMA_WRITE_WITH_IMM, RDMA_READ with data and immediates checked, no CQE for an unsignaled WR, ARM and ARM_SOL completion events, unaligned MRs, REM_ACCESS_ERR for a bad rkey, WR_FLUSH_ERR for a QP moved to ERR
+# lab-about: verbs_ops.c (built by the host's make guest-programs, else in the guest): two RC QPs connected to each other, SEND_WITH_IMM, RDMA_WRITE, RDMA_WRITE_WITH_IMM, RDMA_READ with data and immediates checked, no CQE for an unsignaled WR, ARM and ARM_SOL completion events, unaligned MRs, REM_ACCESS_ERR for a bad rkey, WR_FLUSH_ERR for a QP moved to ERR
 # lab-timeout: 300
 . "$LAB_DIR/lib.sh"
 
 bin=/tmp/verbs_ops
-timeout 120 cc -O2 -o "$bin" "$LAB_DIR/tests/verbs_ops.c" -libverbs >"$LAB_RESULTS/verbs_ops-cc.log" 2>&1 ||
-	lab_fail "cannot build verbs_ops.c: $(lab_tail "$LAB_RESULTS/verbs_ops-cc.log")"
+lab_build_test verbs_ops
 log=$LAB_RESULTS/verbs_ops.log
 timeout 120 "$bin" "$LAB_DEV" "$LAB_GID_INDEX" >"$log" 2>&1
 status=$?

@@ -639,3 +639,77 @@ fn run(options: &RunOptions) -> ExitCode {
         ExitCode::SUCCESS
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn test(name: &str, timeout_secs: u64, own_guest: bool) -> GuestTest {
+        GuestTest {
+            name: name.into(),
+            about: String::new(),
+            timeout_secs,
+            kernel_args: Vec::new(),
+            guests: 1,
+            client_restarts: 0,
+            mad_burst: 1,
+            mad_burst_of: None,
+            own_guest: own_guest.then(|| "why".into()),
+        }
+    }
+
+    #[test]
+    fn tests_of_one_model_and_driver_share_guests() {
+        let layout = Layout::resolve(&RunOptions::default());
+        let module = Path::new("/m.ko");
+        let tests = [
+            test("a", 600, false),
+            test("b", 300, false),
+            test("c", 300, true),
+            test("d", 120, false),
+            test("e", 60, false),
+        ];
+        let mut entries = Vec::new();
+        for driver in [Driver::C, Driver::Rust] {
+            for t in &tests {
+                entries.push(Entry {
+                    name: entry_name(DeviceModel::Patched, driver, None, &t.name),
+                    work: Ok(Run {
+                        layout: &layout,
+                        model: DeviceModel::Patched,
+                        driver,
+                        module,
+                        client: None,
+                        test: t,
+                    }),
+                });
+            }
+        }
+        entries.push(Entry {
+            name: "skipped".into(),
+            work: Err(TapResult::Skip("n/a".into())),
+        });
+        let names = |jobs: &[Vec<(usize, &Run)>]| -> Vec<Vec<String>> {
+            jobs.iter()
+                .map(|job| job.iter().map(|&(i, _)| entries[i].name.clone()).collect())
+                .collect()
+        };
+        let jobs = plan_jobs(&entries, 3);
+        assert_eq!(
+            names(&jobs),
+            [
+                vec!["patched/c/a", "patched/c/b", "patched/c/d"],
+                vec!["patched/rust/a", "patched/rust/b", "patched/rust/d"],
+                vec!["patched/c/c"],
+                vec!["patched/rust/c"],
+                vec!["patched/c/e"],
+                vec!["patched/rust/e"],
+            ]
+        );
+        // One test per guest: the longest first, as before guests were shared.
+        let jobs = plan_jobs(&entries, 1);
+        assert_eq!(jobs.len(), 10);
+        assert!(jobs.iter().all(|job| job.len() == 1));
+        assert_eq!(names(&jobs)[0], ["patched/c/a"]);
+    }
+}
