@@ -32,7 +32,8 @@ run   boots fresh QEMUs (each with a fresh pvrdma-mux) for each device model
                      the first failure and skip the rest)
       --jobs         guests to run at once (default: one per CPU, as many as
                      the memory holds at 1.5 GiB each); results are printed
-                     as the guests end, the longest tests start first
+                     as the guests end, the longest tests start first; the
+                     two-guest tests run last, N/2 pairs at a time
       --tests-per-guest
                      how many tests one guest runs, one after the other, each
                      with the driver loaded afresh and its own report (default
