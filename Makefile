@@ -92,8 +92,12 @@ JOBS ?=
 # TESTS_PER_GUEST=N: tests one guest runs one after the other (default: the runner's, 4; 1: a
 # guest per test).
 TESTS_PER_GUEST ?=
+# REFERENCE_PAIRS=1: also the two-guest tests with the C driver on both guests (skipped when
+# the Rust driver is tested too: its mixed pairs have the C driver's server and client).
+REFERENCE_PAIRS ?=
 RUN_SETTINGS = --guest-env "$(LAB_ENV)" --time-factor $(TIME_FACTOR) $(if $(JOBS),--jobs $(JOBS)) \
-	$(if $(TESTS_PER_GUEST),--tests-per-guest $(TESTS_PER_GUEST))
+	$(if $(TESTS_PER_GUEST),--tests-per-guest $(TESTS_PER_GUEST)) \
+	$(if $(filter 1,$(REFERENCE_PAIRS)),--reference-pairs)
 TESTS ?=
 LAB_TESTS ?= ibv_rc_pingpong,rping,two_guests
 LAB_MODELS ?= $(MODELS)

@@ -10,7 +10,7 @@ pub const USAGE: &str = "\
 usage: pvrdma-lab run [--models patched,stock] [--drivers c,rust]
                       [--tests NAME,...] [--results DIR] [--kernel DIR]
                       [--keep-going] [--run-not-applicable] [--jobs N]
-                      [--tests-per-guest N]
+                      [--tests-per-guest N] [--reference-pairs]
                       [--qemu-stock PATH] [--qemu-patched PATH]
                       [--mux PATH] [--verbs-lib PATH] [--rust-module PATH]
        pvrdma-lab list
@@ -42,6 +42,11 @@ run   boots fresh QEMUs (each with a fresh pvrdma-mux) for each device model
                      `# lab-own-guest:` line) always have one; a test that
                      disturbs the kernel ends its guest and the tests after it
                      get guests of their own
+      --reference-pairs
+                     also run the two-guest tests with the C driver on both
+                     guests when the Rust driver is tested too (skipped by
+                     default then: the C driver's server and client each run
+                     against the Rust driver's in the mixed pairs)
       --run-not-applicable
                      also run the tests a device model cannot pass (listed
                      with their reason in the runner's known.rs; skipped by
@@ -112,6 +117,8 @@ pub struct RunOptions {
     pub keep_going: bool,
     /// `--run-not-applicable`.
     pub run_not_applicable: bool,
+    /// `--reference-pairs`: also the two-guest tests with the C driver on both guests.
+    pub reference_pairs: bool,
     /// `--qemu-stock`.
     pub qemu_stock: Option<PathBuf>,
     /// `--qemu-patched`.
@@ -184,6 +191,7 @@ fn parse_run(args: &[String]) -> Result<RunOptions, String> {
         if let Some(switch) = match flag {
             "--keep-going" => Some(&mut options.keep_going),
             "--run-not-applicable" => Some(&mut options.run_not_applicable),
+            "--reference-pairs" => Some(&mut options.reference_pairs),
             _ => None,
         } {
             if inline.is_some() {
@@ -454,6 +462,21 @@ mod tests {
         assert!(parse(&args("run --jobs 0")).is_err());
         assert!(parse(&args("run --jobs=")).is_err());
         assert!(parse(&args("run --jobs two")).is_err());
+    }
+
+    #[test]
+    fn guest_sharing_and_reference_pairs() {
+        let Ok(Command::Run(o)) = parse(&args("run --tests-per-guest 2 --reference-pairs")) else {
+            panic!("run --tests-per-guest 2 --reference-pairs refused");
+        };
+        assert_eq!(o.tests_per_guest, Some(2));
+        assert!(o.reference_pairs);
+        let Ok(Command::Run(o)) = parse(&args("run")) else {
+            panic!("run refused");
+        };
+        assert_eq!((o.tests_per_guest, o.reference_pairs), (None, false));
+        assert!(parse(&args("run --tests-per-guest 0")).is_err());
+        assert!(parse(&args("run --tests-per-guest 9")).is_err());
     }
 
     #[test]

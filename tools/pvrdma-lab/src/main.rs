@@ -42,6 +42,10 @@ const EXIT_FAILED: u8 = 1;
 const EXIT_USAGE: u8 = 2;
 /// Exit status when interrupted (128 + SIGINT).
 const EXIT_INTERRUPTED: u8 = 130;
+/// Why the C driver's pair with itself is skipped unless `--reference-pairs`.
+const REFERENCE_PAIR_SKIP: &str = "the reference C driver with itself on both guests, run on \
+     demand (--reference-pairs, make check REFERENCE_PAIRS=1): the C driver's server and client \
+     each run against the Rust driver's in the mixed pairs";
 /// Tests one guest runs unless `--tests-per-guest` says otherwise: a guest's
 /// boot, setup and kmemleak wait (about 20 s under TCG) paid once for four.
 const DEFAULT_TESTS_PER_GUEST: usize = 4;
@@ -428,6 +432,12 @@ fn plan_jobs<'e, 'a>(entries: &'e [Entry<'a>], per_guest: usize) -> Vec<Vec<(usi
             }
         }
     }
+    // In a guest the longest test runs last: the tests that may disturb the
+    // kernel (the C driver's known command race shows in the long ones) then
+    // leave few tests after them to run again in guests of their own.
+    for job in &mut jobs {
+        job.reverse();
+    }
     jobs.sort_by_key(|job| {
         std::cmp::Reverse(
             job.iter()
@@ -529,6 +539,14 @@ fn run(options: &RunOptions) -> ExitCode {
                         (_, Some((_, Err(result))), _) => Err(result),
                         (Ok(_), _, Some(entry)) if !options.run_not_applicable => {
                             Err(known::skip_result(entry))
+                        }
+                        // (with the Rust driver in the run: its mixed pairs have them)
+                        (Ok(_), Some((Driver::C, _)), _)
+                            if driver == Driver::C
+                                && drivers.contains(&Driver::Rust)
+                                && !options.reference_pairs =>
+                        {
+                            Err(TapResult::Skip(REFERENCE_PAIR_SKIP.into()))
                         }
                         (Ok(module), client, _) => Ok(Run {
                             layout: &layout,
@@ -715,8 +733,8 @@ mod tests {
         assert_eq!(
             names(&jobs),
             [
-                vec!["patched/c/a", "patched/c/b", "patched/c/d"],
-                vec!["patched/rust/a", "patched/rust/b", "patched/rust/d"],
+                vec!["patched/c/d", "patched/c/b", "patched/c/a"],
+                vec!["patched/rust/d", "patched/rust/b", "patched/rust/a"],
                 vec!["patched/c/c"],
                 vec!["patched/rust/c"],
                 vec!["patched/c/e"],
