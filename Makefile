@@ -199,7 +199,8 @@ unit: tools
 
 # The main job: boot, insmod, rping and ibv_rc_pingpong on each device model,
 # then rping and ibv_rc_pingpong between two guests for every pair of drivers
-# (two_guests: Rust on one side and C on the other among them), a summary.
+# (two_guests: Rust on one side and C on the other among them; C with C when
+# REFERENCE_PAIRS=1), a summary.
 # (rping and two_guests are not applicable to the stock model: they show as SKIP.)
 lab: kernel tools module $(QEMU_FOR_LAB)
 	@$(LAB) run --keep-going --kernel $(KDIR_FILE)/ --models "$(LAB_MODELS)" --drivers "$(DRIVERS)" --tests "$(LAB_TESTS)" --results $(RESULTS) --rust-module $(RUST_MODULE) --qemu-stock $(STOCK_QEMU) $(RUN_SETTINGS)
