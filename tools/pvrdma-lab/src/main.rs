@@ -359,21 +359,14 @@ fn execute_job(runs: &[(usize, &Run)]) -> Result<Vec<(usize, Finished)>, i32> {
     }
     let tests: Vec<&GuestTest> = runs.iter().map(|(_, run)| run.test).collect();
     let dirs: Vec<PathBuf> = runs.iter().map(|(_, run)| run.dir()).collect();
-    let ends = match shared::run(
+    let ends = shared::run(
         first.layout,
         first.model,
         first.driver,
         first.module,
         &tests,
         &dirs,
-    ) {
-        Ok(ends) => ends,
-        Err(RunError::Interrupted(signum)) => return Err(signum),
-        Err(RunError::Failed(why)) => runs
-            .iter()
-            .map(|_| shared::SlotEnd::Again(format!("the shared guest failed: {why}")))
-            .collect(),
-    };
+    )?;
     let mut finished = Vec::new();
     for ((i, run), (end, dir)) in runs.iter().zip(ends.into_iter().zip(&dirs)) {
         match end {

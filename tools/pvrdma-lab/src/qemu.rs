@@ -303,12 +303,7 @@ mod tests {
     fn command_line() {
         let slots = [slot("ibv_devinfo", 120, "/r,x")];
         let g = guest(&slots);
-        let args: Vec<String> = g
-            .args()
-            .unwrap()
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect();
+        let args = args_of(&g);
         assert!(args.contains(&"local,id=results1,path=/r,,x,security_model=none".to_string()));
         assert!(args.contains(&"virtio-9p-pci,fsdev=results1,mount_tag=results1".to_string()));
         assert!(args.contains(&"pvrdma,addr=0x4.1,mad-chardev=mad0".to_string()));
@@ -335,12 +330,7 @@ mod tests {
             listen: false,
             incarnation: 1,
         });
-        let args: Vec<String> = g
-            .args()
-            .unwrap()
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect();
+        let args = args_of(&g);
         assert!(args.contains(
             &"stream,id=lab0,server=off,addr.type=unix,addr.path=/tmp/s/net.sock".to_string()
         ));
@@ -362,6 +352,14 @@ mod tests {
         assert!(g.append().is_err());
     }
 
+    fn args_of(g: &Guest) -> Vec<String> {
+        g.args()
+            .unwrap()
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+
     fn slot<'a>(test: &'a str, timeout_secs: u64, dir: &'a str) -> Slot<'a> {
         Slot {
             test,
@@ -374,12 +372,7 @@ mod tests {
     fn a_shared_guest_has_a_results_share_per_test() {
         let slots = [slot("a", 60, "/r/a"), slot("b", 300, "/r/b")];
         let g = guest(&slots);
-        let args: Vec<String> = g
-            .args()
-            .unwrap()
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect();
+        let args = args_of(&g);
         assert!(args.contains(&"local,id=results2,path=/r/b,security_model=none".to_string()));
         assert!(g.append().unwrap().contains(" lab.tests=a:60,b:300"));
         // The network's devices (fixed slot 4) come before the second share,

@@ -180,46 +180,10 @@ pub fn run(
     if let Err(e) = fresh_dir(dir) {
         return lab_failure(e);
     }
-    let sockets = match SocketDir::create() {
-        Ok(s) => s,
+    let (qemu_end, mux_failure) = match run_guest(layout, model, driver, module, &[test], &[dir]) {
+        Ok(end) => end,
         Err(e) => return lab_failure(e),
     };
-    let (mad_socket, fabric_socket) = sockets.mux_sockets();
-    let mut mux = match start_mux(layout, &sockets, dir, test) {
-        Ok(m) => m,
-        Err(e) => return lab_failure(e),
-    };
-
-    let verbs_log = dir.join("verbs.log");
-    let slots = [Slot {
-        test: &test.name,
-        timeout_secs: test.timeout_secs,
-        results_dir: dir,
-    }];
-    let guest = Guest {
-        bzimage: &layout.bzimage,
-        init: &layout.init,
-        model: model.name(),
-        driver: driver.name(),
-        module,
-        kernel_dir: &layout.kernel_dir,
-        tests: &slots,
-        kernel_args: &test.kernel_args,
-        mad_socket: &mad_socket,
-        fabric_socket: &fabric_socket,
-        verbs_lib: &layout.verbs_lib,
-        verbs_log: &verbs_log,
-        link: None,
-    };
-    let limit_secs = test.timeout_secs + GUEST_OVERHEAD_SECS;
-    let qemu = layout.qemu(model);
-    let waited = start_guest(&guest, qemu, &layout.mux, dir)
-        .and_then(|q| wait_for_guests(vec![(q, dir)], limit_secs, &mut mux));
-    let (qemu_end, mux_failure) = match waited {
-        Ok((mut ends, mux_failure)) => (ends.remove(0), mux_failure),
-        Err(e) => return lab_failure(e),
-    };
-    mux.terminate(MUX_GRACE);
 
     let judged = judge_guest(
         dir,
@@ -231,6 +195,62 @@ pub fn run(
     let mut result = outcome(judged.verdict, Some(&judged.report));
     result.reference_bugs = judged.reference_bugs;
     Ok(result)
+}
+
+/// Runs one guest of `driver` on `model` with a fresh mux: `tests` one after
+/// the other, test i reporting into `dirs[i]` (the mux's, QEMU's and the verbs
+/// library's logs go into the first); waits for its end within the tests'
+/// limits and the guest overhead of each. Returns QEMU's end and what became
+/// of a mux that died under it.
+pub fn run_guest(
+    layout: &Layout,
+    model: DeviceModel,
+    driver: Driver,
+    module: &Path,
+    tests: &[&GuestTest],
+    dirs: &[&Path],
+) -> Result<(QemuEnd, Option<String>), RunError> {
+    let (Some(first_test), Some(&first)) = (tests.first(), dirs.first()) else {
+        return Err(RunError::Failed("a guest with no test".into()));
+    };
+    let sockets = SocketDir::create()?;
+    let (mad_socket, fabric_socket) = sockets.mux_sockets();
+    let mut mux = start_mux(layout, &sockets, first, first_test)?;
+    let slots: Vec<Slot> = tests
+        .iter()
+        .zip(dirs)
+        .map(|(test, dir)| Slot {
+            test: &test.name,
+            timeout_secs: test.timeout_secs,
+            results_dir: dir,
+        })
+        .collect();
+    let verbs_log = first.join("verbs.log");
+    let guest = Guest {
+        bzimage: &layout.bzimage,
+        init: &layout.init,
+        model: model.name(),
+        driver: driver.name(),
+        module,
+        kernel_dir: &layout.kernel_dir,
+        tests: &slots,
+        // (tests that share a guest have none of their own: catalog.rs)
+        kernel_args: &first_test.kernel_args,
+        mad_socket: &mad_socket,
+        fabric_socket: &fabric_socket,
+        verbs_lib: &layout.verbs_lib,
+        verbs_log: &verbs_log,
+        link: None,
+    };
+    let limit_secs = tests
+        .iter()
+        .map(|t| t.timeout_secs + GUEST_OVERHEAD_SECS)
+        .sum();
+    let waited = start_guest(&guest, layout.qemu(model), &layout.mux, first)
+        .and_then(|q| wait_for_guests(vec![(q, first)], limit_secs, &mut mux));
+    mux.terminate(MUX_GRACE);
+    let (mut ends, mux_failure) = waited?;
+    Ok((ends.remove(0), mux_failure))
 }
 
 /// What one guest's results directory and QEMU's end say.

@@ -20,9 +20,8 @@ use crate::cli::Driver;
 use crate::guest_report;
 use crate::layout::Layout;
 use crate::model::DeviceModel;
-use crate::qemu::{Guest, Slot};
 use crate::run_error::RunError;
-use crate::session::{self, Outcome, SocketDir, GUEST_OVERHEAD_SECS, MUX_GRACE};
+use crate::session::{self, Outcome};
 use crate::verdict::QemuEnd;
 
 /// The console line (after `lab-init: `) that starts test N's part.
@@ -119,7 +118,8 @@ fn share_kmemleak(dirs: &[PathBuf]) {
 }
 
 /// Runs `tests` (at least two, that may share a guest) with `driver` on `model`
-/// in one guest; `dirs[i]` is test i's results directory. One result per test.
+/// in one guest; `dirs[i]` is test i's results directory. One result per test,
+/// or the signal that interrupted the guest.
 pub fn run(
     layout: &Layout,
     model: DeviceModel,
@@ -127,15 +127,16 @@ pub fn run(
     module: &Path,
     tests: &[&GuestTest],
     dirs: &[PathBuf],
-) -> Result<Vec<SlotEnd>, RunError> {
+) -> Result<Vec<SlotEnd>, i32> {
     let started = Instant::now();
-    let lab_failure = |e: RunError| -> Result<Vec<SlotEnd>, RunError> {
+    // A guest that could not run hands every test back; a signal ends the run.
+    let lab_failure = |e: RunError| -> Result<Vec<SlotEnd>, i32> {
         match e {
             RunError::Failed(why) => Ok(tests
                 .iter()
                 .map(|_| SlotEnd::Again(format!("the shared guest could not start: {why}")))
                 .collect()),
-            interrupted => Err(interrupted),
+            RunError::Interrupted(signum) => Err(signum),
         }
     };
     for dir in dirs {
@@ -144,51 +145,12 @@ pub fn run(
         }
     }
     let first = &dirs[0];
-    let sockets = match SocketDir::create() {
-        Ok(s) => s,
-        Err(e) => return lab_failure(e),
-    };
-    let (mad_socket, fabric_socket) = sockets.mux_sockets();
-    let mut mux = match session::start_mux(layout, &sockets, first, tests[0]) {
-        Ok(m) => m,
-        Err(e) => return lab_failure(e),
-    };
-    let slots: Vec<Slot> = tests
-        .iter()
-        .zip(dirs)
-        .map(|(test, dir)| Slot {
-            test: &test.name,
-            timeout_secs: test.timeout_secs,
-            results_dir: dir,
-        })
-        .collect();
-    let verbs_log = first.join("verbs.log");
-    let guest = Guest {
-        bzimage: &layout.bzimage,
-        init: &layout.init,
-        model: model.name(),
-        driver: driver.name(),
-        module,
-        kernel_dir: &layout.kernel_dir,
-        tests: &slots,
-        kernel_args: &tests[0].kernel_args,
-        mad_socket: &mad_socket,
-        fabric_socket: &fabric_socket,
-        verbs_lib: &layout.verbs_lib,
-        verbs_log: &verbs_log,
-        link: None,
-    };
-    let limit_secs: u64 = tests
-        .iter()
-        .map(|t| t.timeout_secs + GUEST_OVERHEAD_SECS)
-        .sum();
-    let waited = session::start_guest(&guest, layout.qemu(model), &layout.mux, first)
-        .and_then(|q| session::wait_for_guests(vec![(q, first)], limit_secs, &mut mux));
-    let (qemu_end, mux_failure) = match waited {
-        Ok((mut ends, mux_failure)) => (ends.remove(0), mux_failure),
-        Err(e) => return lab_failure(e),
-    };
-    mux.terminate(MUX_GRACE);
+    let dir_refs: Vec<&Path> = dirs.iter().map(PathBuf::as_path).collect();
+    let (qemu_end, mux_failure) =
+        match session::run_guest(layout, model, driver, module, tests, &dir_refs) {
+            Ok(end) => end,
+            Err(e) => return lab_failure(e),
+        };
     let wall = started.elapsed();
 
     // The guest's console and QEMU's log, then each test's part of them.
@@ -278,9 +240,8 @@ pub fn run(
     Ok(ends)
 }
 
-/// A shared guest's test's own time: from the guest's uptime at its start (its
-/// `jiffies-from`'s neighbour, the boot for the first) to its end (`end-uptime`),
-/// or none when the guest did not say.
+/// A shared guest's test's own time: from the guest's uptime at its start
+/// (`slot-uptime`) to its end (`end-uptime`), or none when the guest did not say.
 fn slot_wall(dir: &Path) -> Option<std::time::Duration> {
     let read = |name: &str| -> Option<f64> {
         guest_report::read_text(&dir.join(name))?
