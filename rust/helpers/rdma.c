@@ -37,7 +37,7 @@ __rust_helper size_t rust_helper_ib_umem_num_dma_blocks(struct ib_umem *umem,
 }
 
 __rust_helper struct nlattr *rust_helper_nla_nest_start_noflag(struct sk_buff *skb,
-								int attrtype)
+							       int attrtype)
 {
 	return nla_nest_start_noflag(skb, attrtype);
 }
