@@ -11,6 +11,7 @@
 #   make soak     on demand: 1,000 rmmod/insmod cycles with traffic (SOAK_CYCLES=N)
 #   make series   rust/patches against rust/: the series creates exactly those files
 #   make series-build-each  every step of the series builds the kernel crate (slow)
+#   make series-review  checkpatch --strict, rustfmtcheck, clippy and rustdoc on the series
 #
 # Selection: make check MODELS=patched DRIVERS=c TESTS=ibv_rc_pingpong,ibv_devinfo
 #   MODELS   patched (QEMU 7.2 + tools/qemu/patches) and/or stock (Debian's QEMU 7.2)
@@ -115,7 +116,7 @@ QEMU_FOR_LAB := $(if $(call uses_patched,$(LAB_MODELS)),qemu) $(if $(call uses_s
 QEMU_FOR_CHECK := $(if $(call uses_patched,$(MODELS)),qemu) $(if $(call uses_stock,$(MODELS)),stock-qemu)
 STOCK_QEMU := $(PVRDMA_CACHE)/qemu/stock/current/bin/qemu-system-x86_64
 
-.PHONY: all deps kernel kernel-clippy qemu stock-qemu tools module module-clippy unit lab check bench soak fmt clean series series-build-each guest-programs
+.PHONY: all deps kernel kernel-clippy qemu stock-qemu tools module module-clippy unit lab check bench soak fmt clean series series-build-each series-review guest-programs
 
 all: kernel qemu stock-qemu tools module
 
@@ -190,6 +191,14 @@ kernel-clippy: kernel
 series: deps
 	@$(TOP)/tools/lab/series check
 
+# The series as its reviewers check it, with the kernel's own tools: checkpatch.pl --strict
+# on every patch (tools/lab/series lint), make rustfmtcheck, CLIPPY=1 over the kernel crate and
+# the driver (CONFIG_WERROR turns a lint into an error) and make rustdoc with no warning.
+# `make check` runs it first and counts each of the four checks (REVIEW=0 leaves it out).
+series-review: kernel
+	@echo "== the series as reviewers check it (tools/lab/review)"
+	@$(TOP)/tools/lab/review $(MODULE_DIR)
+
 series-build-each: kernel
 	@$(TOP)/tools/lab/series build-each
 
@@ -206,8 +215,10 @@ lab: kernel tools module $(QEMU_FOR_LAB)
 	@$(LAB) run --keep-going --kernel $(KDIR_FILE)/ --models "$(LAB_MODELS)" --drivers "$(DRIVERS)" --tests "$(LAB_TESTS)" --results $(RESULTS) --rust-module $(RUST_MODULE) --qemu-stock $(STOCK_QEMU) $(RUN_SETTINGS)
 
 # All tests: host unit tests, then every lab test on every device model and driver.
+# REVIEW=0 leaves the series review (tools/lab/review) out, for a quick run of a few tests.
+REVIEW ?= 1
 check: kernel tools module $(QEMU_FOR_CHECK)
-	@$(TOP)/tools/lab/check --kernel $(KDIR_FILE)/ --models "$(MODELS)" --drivers "$(DRIVERS)" --tests "$(TESTS)" --results $(RESULTS) --rust-module $(RUST_MODULE) --qemu-stock $(STOCK_QEMU) $(RUN_SETTINGS)
+	@PVRDMA_REVIEW=$(REVIEW) PVRDMA_MODULE_DIR=$(MODULE_DIR) $(TOP)/tools/lab/check --kernel $(KDIR_FILE)/ --models "$(MODELS)" --drivers "$(DRIVERS)" --tests "$(TESTS)" --results $(RESULTS) --rust-module $(RUST_MODULE) --qemu-stock $(STOCK_QEMU) $(RUN_SETTINGS)
 
 # The Rust driver against the C driver, same run, same device model: perftest
 # and the control path of verbs_resources over BENCH_REPS repetitions after a
