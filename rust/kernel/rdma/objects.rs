@@ -87,20 +87,18 @@ impl<T: Operations> UserContext<T> {
         unsafe { Device::from_raw((*self.as_raw()).device) }
     }
 
-    /// Maps `vma.size()` bytes of memory BAR `bar` of `pdev`, from page `page` of the BAR on,
-    /// into the calling process at `vma`, uncached (C's `rdma_user_mmap_io()` with
+    /// Maps `vma.size()` bytes of memory BAR `bar` of the RDMA device's parent, from page `page`
+    /// of the BAR on, into the calling process at `vma`, uncached (C's `rdma_user_mmap_io()` with
     /// `pgprot_noncached()`): a doorbell page, for example.
     ///
     /// Only device memory can be mapped this way: the range must lie inside the BAR, which must
-    /// be a memory BAR starting on a page boundary (`EINVAL` otherwise). The core tracks the
-    /// mapping and zaps it if the device goes away while it exists.
-    pub fn mmap_bar_uncached(
-        &self,
-        vma: &mut Vma,
-        pdev: &pci::Device<Bound>,
-        bar: u32,
-        page: u64,
-    ) -> Result {
+    /// be a memory BAR starting on a page boundary, of a parent that is a PCI device (`EINVAL`
+    /// otherwise). The core tracks the mapping and zaps it when the RDMA device is unregistered
+    /// (or the context otherwise disassociated), which happens before the parent is unbound: the
+    /// BAR is the parent's own for that reason, never that of another device, whose unbinding
+    /// (and the release of its BAR) the core would not see.
+    pub fn mmap_bar_uncached(&self, vma: &mut Vma, bar: u32, page: u64) -> Result {
+        let pdev = <&pci::Device<Bound>>::try_from(self.device().parent())?;
         let start = pdev.resource_start(bar)?;
         let len = pdev.resource_len(bar)?;
         let dev: &device::Device<Bound> = pdev.as_ref();
@@ -128,7 +126,10 @@ impl<T: Operations> UserContext<T> {
         let prot = unsafe { bindings::pgprot_noncached((*raw).vm_page_prot) };
         // SAFETY: The context is live and this runs inside its `mmap` callback (the only place a
         // `&mut Vma` exists), as `rdma_user_mmap_io` requires; `pfn` and `size` cover a range
-        // inside a memory BAR of a bound device (checked above), not memory the kernel owns.
+        // inside a memory BAR of the RDMA device's parent (checked above), not memory the kernel
+        // owns, and the core zaps the mapping when the RDMA device is unregistered, which
+        // happens before the parent is unbound (its `Registration` lives in a `Devres` of the
+        // parent).
         to_result(unsafe {
             bindings::rdma_user_mmap_io(
                 self.as_raw(),

@@ -8,21 +8,33 @@
 use super::Access;
 use super::{ops::Operations, AccessFlags, Device, UData};
 use crate::{
-    bindings,
+    bindings, device,
     dma::DmaAddress,
     error::{from_err_ptr, Result},
     page::PAGE_SIZE,
     scatterlist::SGTable,
+    sync::aref::ARef,
 };
 use core::{marker::PhantomData, ptr::NonNull};
 
 /// A range of user memory, pinned and mapped for DMA by the device; unpinned when dropped.
 ///
+/// A umem may outlive the object it was pinned for, and the RDMA device too (dropped from a work
+/// item, say): its release reads the `ib_device` (`umem->ibdev`, for its DMA device) and unmaps
+/// through that DMA device, so it holds a reference on both, as the devices' own references end
+/// at unregistration (the parent's) and deallocation (the `ib_device`'s).
+///
 /// # Invariants
 ///
-/// `ptr` is a umem returned by `ib_umem_get_va()` and not released yet.
+/// - `ptr` is a umem returned by one of the core's umem constructors and not released yet.
+/// - `_ib_device` is the `struct device` embedded in the umem's `ib_device` (`umem->ibdev`):
+///   while it is referenced, the `ib_device` stays allocated.
+/// - `_dma_device` is the `ib_device`'s DMA device (`dma_device`, which is set at registration and
+///   then never changes), if it has one.
 pub struct Umem {
     ptr: NonNull<bindings::ib_umem>,
+    _ib_device: ARef<device::Device>,
+    _dma_device: Option<ARef<device::Device>>,
 }
 
 // SAFETY: A umem may be used and released from any thread.
@@ -62,14 +74,39 @@ impl Umem {
                 access.as_raw() as i32,
             )
         })?;
-        Self::from_core(raw)
+        // SAFETY: `raw` was just returned by the core's constructor for `dev`, which is live
+        // while borrowed; its `dma_device` is NULL or the parent `register` gave it, which is
+        // bound, so live, while `dev` is borrowed (see `Device::parent`).
+        unsafe { Self::from_core(raw, dev.as_raw()) }
     }
 
-    /// Wraps what one of the core's umem constructors returned.
-    fn from_core(raw: *mut bindings::ib_umem) -> Result<Self> {
+    /// Wraps what one of the core's umem constructors returned for `ib`, taking references on
+    /// `ib` and its DMA device.
+    ///
+    /// # Safety
+    ///
+    /// `raw` must be a umem the core made for `ib` (or NULL) and not released; `ib` must be a
+    /// live `ib_device` (its `struct device` has a reference that lasts through this call), whose
+    /// `dma_device` is NULL or a live device with the same guarantee.
+    unsafe fn from_core(raw: *mut bindings::ib_umem, ib: *mut bindings::ib_device) -> Result<Self> {
         let ptr = NonNull::new(raw).ok_or(crate::error::code::ENOMEM)?;
-        // INVARIANT: Just returned by the core's umem constructor, not released.
-        Ok(Self { ptr })
+        // SAFETY: `ib` is live (guaranteed by the caller), so the `struct device` embedded in it
+        // has a reference that lasts through the call; its release (`ib_device_release`) may
+        // run in any thread.
+        let ib_device = unsafe { device::Device::get_device(&raw mut (*ib).__bindgen_anon_1.dev) };
+        // SAFETY: `ib` is live; `dma_device` is NULL or a live device (guaranteed by the caller)
+        // with the same guarantee as above.
+        let dma_device = unsafe {
+            let dma = (*ib).dma_device;
+            (!dma.is_null()).then(|| device::Device::get_device(dma))
+        };
+        // INVARIANT: Just returned by the core's umem constructor for `ib`, not released; the
+        // references are on `ib` and its DMA device.
+        Ok(Self {
+            ptr,
+            _ib_device: ib_device,
+            _dma_device: dma_device,
+        })
     }
 
     /// The offset of the range's start in its first page (C's `ib_umem_offset()`).
@@ -122,7 +159,9 @@ impl Umem {
 
 impl Drop for Umem {
     fn drop(&mut self) {
-        // SAFETY: By the type invariant the umem was not released yet; it is released once.
+        // SAFETY: By the type invariant the umem was not released yet; it is released once. The
+        // `ib_device` it reads and the DMA device it unmaps through are still allocated: the
+        // references in `self` are dropped only after this.
         unsafe { bindings::ib_umem_release(self.ptr.as_ptr()) };
     }
 }
@@ -186,7 +225,8 @@ impl UserCqBuffer<'_> {
                 access.as_raw() as i32,
             )
         })?;
-        Umem::from_core(raw)
+        // SAFETY: As in `Umem::get`.
+        unsafe { Umem::from_core(raw, dev.as_raw()) }
     }
 }
 
@@ -196,4 +236,75 @@ fn range_len(addr: u64, len: u64) -> Result<usize> {
         return Err(crate::error::code::EINVAL);
     }
     usize::try_from(len).map_err(|_| crate::error::code::EINVAL)
+}
+
+#[cfg(CONFIG_RUST_INFINIBAND_KUNIT_TEST)]
+#[macros::kunit_tests(rust_rdma_umem)]
+mod tests {
+    use super::*;
+    use crate::prelude::*;
+
+    /// The reference count of the `struct device` embedded in `ib`.
+    ///
+    /// # Safety
+    ///
+    /// `ib` must be allocated.
+    unsafe fn refs(ib: *mut bindings::ib_device) -> i32 {
+        // SAFETY: `ib` is allocated (guaranteed by the caller); the count is read atomically.
+        unsafe {
+            core::ptr::read_volatile(
+                &raw const (*ib).__bindgen_anon_1.dev.kobj.kref.refcount.refs.counter,
+            )
+        }
+    }
+
+    /// A umem dropped after its device was deallocated (from a work item that outlived the
+    /// registration, say) finds the device still allocated: the umem holds a reference on it.
+    ///
+    /// The device is a bare one, never registered, with no DMA device (so the core's release
+    /// unmaps nothing); the umem a fake one that pins no page: `ib_umem_release()` still reads
+    /// `umem->ibdev->dma_device`, as it does for a real one.
+    #[test]
+    fn umem_keeps_its_device() -> Result {
+        // SAFETY: All zeroes is a valid `ib_umem`: no pages, no scatterlist, not a dma-buf or
+        // ODP umem.
+        let fake: bindings::ib_umem = unsafe { core::mem::zeroed() };
+        // The umem's release (`kfree()`) frees what `KBox` allocates.
+        let raw = KBox::into_raw(KBox::new(fake, GFP_KERNEL)?);
+        // SAFETY: The size covers a whole `struct ib_device`.
+        let ib = unsafe {
+            bindings::_ib_alloc_device(
+                core::mem::size_of::<bindings::ib_device>(),
+                &raw mut bindings::init_net,
+            )
+        };
+        if ib.is_null() {
+            // SAFETY: `raw` came from `KBox::into_raw` above and was not used since.
+            drop(unsafe { KBox::from_raw(raw) });
+            return Err(ENOMEM);
+        }
+        let mm = &raw mut bindings::init_mm;
+        // SAFETY: `raw` is the umem allocated above, not shared; `init_mm` is never freed, and
+        // the release's `mmdrop()` balances the `mmgrab()`.
+        unsafe {
+            (*raw).ibdev = ib;
+            (*raw).owning_mm = mm;
+            bindings::mmgrab(mm);
+        }
+        // SAFETY: `ib` was allocated above.
+        let before = unsafe { refs(ib) };
+        // SAFETY: `raw` is a umem of `ib` as the core would make it (one that pins no page, for
+        // a device with no DMA device), not released; `ib` is live.
+        let umem = unsafe { Umem::from_core(raw, ib) }?;
+        // SAFETY: `ib` is allocated: the umem holds a reference.
+        let held = unsafe { refs(ib) };
+        // Before the device goes: a umem without its reference would read it freed below.
+        assert_eq!(held, before + 1);
+        // SAFETY: `ib` was allocated above, never registered; the umem's reference keeps its
+        // memory.
+        unsafe { bindings::ib_dealloc_device(ib) };
+        // Releases the umem, which reads the device, then drops the last reference.
+        drop(umem);
+        Ok(())
+    }
 }

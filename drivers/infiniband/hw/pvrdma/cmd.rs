@@ -55,7 +55,7 @@ use kernel::{
     device::{Bound, Device},
     io::Io,
     new_mutex,
-    pci::{DevresBar, IrqHandler},
+    pci::{DevresBar, ExclusiveIrqHandler},
     prelude::*,
     sync::{
         barrier::{dma_mb, mb, Full, Read},
@@ -125,7 +125,7 @@ struct Turn {
     seq: u64,
     /// The response interrupt's handler, when the vector is the responses' alone: off but while
     /// a command waits.
-    irq: Option<IrqHandler<ResponseIrq>>,
+    irq: Option<ExclusiveIrqHandler<ResponseIrq>>,
 }
 
 /// The command and response slots and what serialises their use.
@@ -171,7 +171,7 @@ impl CmdChannel {
 
     /// Hands the channel the handler of the response interrupt's own vector, requested off
     /// ([`kernel::irq::Flags::NO_AUTOEN`]): from now on a command turns it on only to wait.
-    pub(crate) fn poll_with(&self, irq: IrqHandler<ResponseIrq>) {
+    pub(crate) fn poll_with(&self, irq: ExclusiveIrqHandler<ResponseIrq>) {
         self.turn.lock().irq = Some(irq);
     }
 
@@ -285,7 +285,7 @@ impl CmdChannel {
         dev: &Device,
         seq: u64,
         code: u32,
-        irq: &mut Option<IrqHandler<ResponseIrq>>,
+        irq: &mut Option<ExclusiveIrqHandler<ResponseIrq>>,
     ) -> Result<RespHdr> {
         let mut left = msecs_to_jiffies(CMD_TIMEOUT_MS);
         let mut woken = false;

@@ -4,8 +4,6 @@
 
 use crate::{abi::*, device::IbDev};
 use kernel::{
-    device::Bound,
-    pci,
     prelude::*,
     rdma::{self, UData, UserContext, Vma},
 };
@@ -71,14 +69,9 @@ impl UserCtx {
 
     /// Maps the context's doorbell page, the only thing to map, at offset 0 (see
     /// [`rdma::Operations::mmap`]).
-    pub(crate) fn mmap(
-        dev: &rdma::Device<IbDev>,
-        ctx: &UserContext<IbDev>,
-        vma: &mut Vma,
-    ) -> Result {
+    pub(crate) fn mmap(ctx: &UserContext<IbDev>, vma: &mut Vma) -> Result {
         vma.expect(0, 1)?;
-        let pdev = <&pci::Device<Bound>>::try_from(dev.parent())?;
-        ctx.mmap_bar_uncached(vma, pdev, BAR_UAR, ctx.uar_index.into())
+        ctx.mmap_bar_uncached(vma, BAR_UAR, ctx.uar_index.into())
     }
 }
 

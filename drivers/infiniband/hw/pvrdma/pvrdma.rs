@@ -145,11 +145,12 @@ impl Pvrdma {
             shared: shared.then(|| hw.clone()),
         };
         // A vector of the responses' own is requested off and handed to the command channel,
-        // which turns it on only while a command waits (`cmd`); a shared one stays on.
+        // which turns it on only while a command waits (`cmd`); a shared one stays on (turning it
+        // off would mask the other devices on the line).
         let response_irq = if shared {
             Some(vectors.request_irq(0, irq::Flags::SHARED, NAME, response)?)
         } else {
-            hw.cmd.poll_with(vectors.request_irq(
+            hw.cmd.poll_with(vectors.request_exclusive_irq(
                 0,
                 irq::Flags::TRIGGER_NONE | irq::Flags::NO_AUTOEN,
                 NAME,

@@ -151,8 +151,8 @@ impl rdma::Operations for IbDev {
         // in the device, its UAR mapping is zapped, and `dealloc_ucontext` returns the UAR page.
     }
 
-    fn mmap(dev: &rdma::Device<Self>, ctx: &UserContext<Self>, vma: &mut Vma) -> Result {
-        UserCtx::mmap(dev, ctx, vma)
+    fn mmap(_dev: &rdma::Device<Self>, ctx: &UserContext<Self>, vma: &mut Vma) -> Result {
+        UserCtx::mmap(ctx, vma)
     }
 
     fn alloc_pd(
