@@ -57,8 +57,8 @@ pub use udata::UData;
 pub use umem::{Umem, UserCqBuffer};
 pub use wc::{network_type, wc_flags, wc_opcode, wc_status, NotifyFlags, WcSink, WorkCompletion};
 pub use wr::{
-    send_flags, AtomicFields, PostError, RdmaFields, RecvWr, RecvWrs, RegFields, SendWr, SendWrs,
-    Sge, UdFields, WrId, WrOpcode,
+    send_flags, AtomicFields, RdmaFields, RecvWr, RecvWrs, RegFields, SendWr, SendWrs, Sge,
+    UdFields, WrId, WrOpcode,
 };
 
 use crate::bindings;

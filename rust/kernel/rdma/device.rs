@@ -32,6 +32,32 @@ pub(super) struct DeviceStorage<T> {
     data: T,
 }
 
+#[cfg(CONFIG_RUST_INFINIBAND_KUNIT_TEST)]
+impl<T: Operations> DeviceStorage<T> {
+    /// A device for KUnit tests of code that only uses its tables and compares its address: a
+    /// zeroed C device never registered nor given operations, initialised tables, and `data`.
+    pub(super) fn new_for_test(data: T) -> Result<Pin<KBox<Self>>> {
+        let mut storage = KBox::<Self>::new_uninit(GFP_KERNEL | crate::alloc::flags::__GFP_ZERO)?;
+        let ptr = storage.as_mut_ptr();
+        // SAFETY: `tables` lies inside the allocation, suitably aligned, and never moves (the box
+        // is returned pinned). On failure nothing was initialised and the box frees its memory.
+        unsafe { pin_init::raw_try_init(core::ptr::addr_of_mut!((*ptr).tables), Tables::new())? };
+        // SAFETY: As above; written once.
+        unsafe { core::ptr::addr_of_mut!((*ptr).data).write(data) };
+        // SAFETY: `ib` is zeroed bytes (a valid `Opaque`), the tables and the data are
+        // initialised.
+        Ok(KBox::into_pin(unsafe { storage.assume_init() }))
+    }
+
+    /// The device of [`Self::new_for_test`], as callbacks would see it.
+    pub(super) fn test_device(&self) -> &Device<T> {
+        // SAFETY: Not allocated by `UnregisteredDevice::new`, but laid out as its devices are,
+        // with the tables and the data initialised for as long as `self` is borrowed; the tests
+        // use only the tables and the device's address (no operations, nothing of the C core).
+        unsafe { Device::from_raw(self.ib.get()) }
+    }
+}
+
 /// The tables from device handles to live objects (see [`ObjectTable`]).
 #[pin_data]
 pub(super) struct Tables {

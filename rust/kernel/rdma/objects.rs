@@ -214,20 +214,27 @@ impl Vma {
 /// wrapper (`$name`) through which callbacks see a live object. `$release` says how the data
 /// ends: `take` (moved out to a destroy callback that consumes it; the data must be `Unpin`) or
 /// `drop_data` (dropped in place after a destroy callback that borrows the object).
+///
+/// An optional last argument, `$extra: $extra_ty = $extra_init`, adds a field of the abstraction's
+/// own to the storage: `init` sets it to `$extra_init` before the data, and the wrapper's
+/// `$extra()` reads it (`$extra_ty` is `Copy`).
 macro_rules! core_object {
     (
         $(#[$doc:meta])* $name:ident, $storage:ident, $c:ident, $data:ident, $release:ident
+        $(, $extra:ident: $extra_ty:ty = $extra_init:expr)?
     ) => {
         /// The memory of one object of driver `T`.
         #[repr(C)]
         pub(super) struct $storage<T: $crate::rdma::Operations> {
             ib: $crate::types::Opaque<$crate::bindings::$c>,
+            $($extra: $extra_ty,)?
             data: ::core::mem::MaybeUninit<T::$data>,
         }
 
         impl<T: $crate::rdma::Operations> $storage<T> {
             /// Initialises the data of a freshly allocated object in place, where it stays until
-            /// the object is freed: it may hold what must not move (locks, for instance).
+            /// the object is freed: it may hold what must not move (locks, for instance). Sets the
+            /// extra field first, if there is one.
             ///
             /// # Safety
             ///
@@ -238,6 +245,13 @@ macro_rules! core_object {
                 init: impl $crate::prelude::PinInit<T::$data>,
             ) {
                 const { $crate::rdma::objects::check_layout::<Self>() };
+                $(
+                    // SAFETY: `ptr` covers the whole storage (guaranteed by the caller), so the
+                    // field is valid for writes and suitably aligned.
+                    unsafe {
+                        ::core::ptr::addr_of_mut!((*ptr.cast::<Self>()).$extra).write($extra_init)
+                    };
+                )?
                 // SAFETY: `ptr` covers the whole storage (guaranteed by the caller), so the slot
                 // is valid for writes and suitably aligned; the core never moves the object, so
                 // the data stays pinned until `drop_data` or `take` ends it.
@@ -253,7 +267,8 @@ macro_rules! core_object {
         ///
         /// # Invariants
         ///
-        /// Wraps the C object at the head of a storage of driver `T` whose data is initialised.
+        /// Wraps the C object at the head of a storage of driver `T` that `init` initialised (its
+        /// data, and its extra field if it has one).
         #[repr(transparent)]
         pub struct $name<T: $crate::rdma::Operations>(
             $crate::types::Opaque<$crate::bindings::$c>,
@@ -280,6 +295,15 @@ macro_rules! core_object {
                 // SAFETY: A live object's device is a live device of driver `T`.
                 unsafe { $crate::rdma::Device::from_raw((*self.as_raw()).device) }
             }
+
+            $(
+                /// The abstraction's own field of the storage (see `core_object!`).
+                pub(super) fn $extra(&self) -> $extra_ty {
+                    // SAFETY: By the type invariant the storage was initialised by `init`, which
+                    // set this field; nothing changes it afterwards.
+                    unsafe { (*self.as_raw().cast::<$storage<T>>()).$extra }
+                }
+            )?
         }
 
         impl<T: $crate::rdma::Operations> core::ops::Deref for $name<T> {

@@ -18,7 +18,7 @@ use super::{
     udata::UData,
     umem::UserCqBuffer,
     wc::{NotifyFlags, WcSink},
-    wr::{PostError, RecvWrs, SendWrs},
+    wr::{RecvWrs, SendWrs},
     DriverId, Gid, LinkLayer,
 };
 use crate::{
@@ -307,24 +307,25 @@ pub trait Operations: Send + Sync + Sized + 'static {
 
     /// Posts send work requests to a kernel QP.
     ///
+    /// The requests whose IDs the driver takes ([`SendWr::into_wr_id`], in the chain's order:
+    /// [`SendWrs`] yields a request only once the one before was taken) are posted, the others
+    /// are not: the consumer is told so whatever the driver returns. A driver returns an error
+    /// when it stops before the end of the chain; the consumer gets it with the first request
+    /// not taken as the one that failed. (An error after every ID was taken is ignored, and
+    /// success with IDs left fails the post with `EINVAL`, each with a warning: driver bugs.)
+    ///
     /// Runs in any context: kernel consumers post from softirqs (IPoIB's transmit), under
     /// spinlocks and with interrupts off. Must not sleep.
-    fn post_send(
-        _dev: &Device<Self>,
-        _qp: &Qp<Self>,
-        _wrs: SendWrs<'_, Self>,
-    ) -> core::result::Result<(), PostError> {
+    ///
+    /// [`SendWr::into_wr_id`]: super::SendWr::into_wr_id
+    fn post_send(_dev: &Device<Self>, _qp: &Qp<Self>, _wrs: SendWrs<'_, Self>) -> Result {
         crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
-    /// Posts receive work requests to a kernel QP.
+    /// Posts receive work requests to a kernel QP, as [`Operations::post_send`] posts sends.
     ///
     /// Runs in any context, as [`Operations::post_send`]. Must not sleep.
-    fn post_recv(
-        _dev: &Device<Self>,
-        _qp: &Qp<Self>,
-        _wrs: RecvWrs<'_>,
-    ) -> core::result::Result<(), PostError> {
+    fn post_recv(_dev: &Device<Self>, _qp: &Qp<Self>, _wrs: RecvWrs<'_>) -> Result {
         crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 

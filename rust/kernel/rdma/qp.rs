@@ -3,13 +3,35 @@
 //! Queue pairs: creation, modification and query attributes, events.
 
 use super::{ah::AhAttr, cq::Cq, mr::AccessFlags, objects::core_object, ops::Operations, srq::Srq};
-use crate::{bindings, error::Result, prelude::*, types::Opaque};
+use crate::{
+    bindings,
+    error::Result,
+    prelude::*,
+    sync::atomic::{Atomic, Relaxed},
+    types::Opaque,
+};
 use core::marker::PhantomData;
 
 core_object!(
     /// A live queue pair of driver `T`; dereferences to its data.
-    Qp, QpStorage, ib_qp, Qp, drop_data
+    Qp, QpStorage, ib_qp, Qp, drop_data, serial: QpSerial = QpSerial::next()
 );
+
+/// The identity of one QP, which no other QP is ever given (unlike its address or handle, which
+/// the next QP may reuse): a work request ID carries the serial of the QP it was posted to (see
+/// [`WrId`](super::WrId)), so that it is reported for that QP only, and not after the QP is
+/// destroyed.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) struct QpSerial(u64);
+
+impl QpSerial {
+    /// A serial no QP had before: one counter for every device, taken once per QP created. At one
+    /// creation per nanosecond it would wrap after 584 years.
+    fn next() -> Self {
+        static NEXT: Atomic<u64> = Atomic::new(0);
+        Self(NEXT.fetch_add(1, Relaxed))
+    }
+}
 
 /// The transport of a QP (C's `enum ib_qp_type`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -204,8 +204,9 @@ impl<'a, T: Operations> WcSink<'a, T> {
 
     /// Appends the completion `f` makes from the live QP the device knows as `qp_handle`.
     /// Returns `false`, writing nothing, if there is no room, no live QP has that handle (a
-    /// completion of a QP destroyed meanwhile, which must be dropped), or `f` refuses (returns
-    /// `None`: the driver found the completion impossible for that QP).
+    /// completion of a QP destroyed meanwhile, which must be dropped), `f` refuses (returns
+    /// `None`: the driver found the completion impossible for that QP), or the completion's
+    /// [`WrId`] is not of that QP (see [`WcSink::push_for`]).
     pub fn push(
         &mut self,
         qp_handle: u32,
@@ -225,16 +226,30 @@ impl<'a, T: Operations> WcSink<'a, T> {
     /// Appends `wc` as a completion of `qp`, a QP of this device the caller holds (from
     /// [`Device::for_each_qp`]), as a driver does for work it completes itself: a device declared
     /// dead completes nothing, so its driver flushes the outstanding work. Returns `false`,
-    /// writing nothing, if there is no room or `qp` belongs to another device.
+    /// writing nothing, if there is no room, `qp` belongs to another device, or `wc`'s [`WrId`]
+    /// was not posted to `qp` (to another QP, or to a QP destroyed since, perhaps at the same
+    /// address or handle: the consumer of `qp` would take it for one of its own pointers).
+    ///
+    /// A refused completion's [`WrId`] is dropped: its request never completes, and its
+    /// consumer waits for it (a driver bug, warned of once; nothing reaches a consumer).
     pub fn push_for(&mut self, qp: &Qp<T>, wc: WorkCompletion) -> bool {
         // SAFETY: `qp` is live (type invariant of `Qp`), so its `device` field may be read.
         let same_device = unsafe { (*qp.as_raw()).device } == self.dev.as_raw();
         same_device && self.write(qp, wc)
     }
 
-    /// Fills the next entry with `wc` as a completion of `qp`; `false` if there is no room.
+    /// Fills the next entry with `wc` as a completion of `qp`; `false` if there is no room or
+    /// `wc`'s ID was not posted to `qp`.
     fn write(&mut self, qp: &Qp<T>, wc: WorkCompletion) -> bool {
         if !self.has_room() {
+            return false;
+        }
+        // A QP's serial is never another QP's: an ID of another QP, or of a destroyed one, does
+        // not match.
+        if wc.wr_id.qp() != qp.serial() {
+            crate::pr_warn_once!(
+                "rdma: a driver completed a work request on another QP: dropped\n"
+            );
             return false;
         }
         let out = self.wc.wrapping_add(self.len);

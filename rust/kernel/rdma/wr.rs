@@ -7,30 +7,68 @@ use super::{
     ah::Ah,
     mr::{AccessFlags, Mr},
     ops::Operations,
-    qp::Qp,
+    qp::{Qp, QpSerial},
 };
-use crate::{bindings, error::Error};
-use core::marker::PhantomData;
+use crate::bindings;
+use core::{cell::Cell, marker::PhantomData};
 
 /// The ID of a posted work request, to report in the request's completion.
 ///
 /// Kernel consumers take the ID of a completion for a pointer (a `struct ib_cqe *`, whose `done`
-/// the core calls), so a driver must report exactly the IDs it was posted, each at most once. An
-/// ID is obtained only by consuming the work request it belongs to ([`SendWr::into_wr_id`],
-/// [`RecvWr::into_wr_id`]) and is neither `Copy` nor `Clone`: safe code can neither make one up
-/// nor report one request twice.
+/// the core calls), so a driver must report exactly the IDs it was posted, each at most once, as
+/// completions of the QP they were posted to, and only IDs of requests the consumer was told
+/// were posted. An ID is obtained only by consuming the work request it belongs to
+/// ([`SendWr::into_wr_id`], [`RecvWr::into_wr_id`]), which posts the request: the post's
+/// trampoline tells the consumer that exactly the requests whose IDs were taken were posted,
+/// whatever the driver returns. It is neither `Copy` nor `Clone`: safe code can neither make one
+/// up nor report one request twice. It carries the serial of its QP, which no other QP ever
+/// has: [`WcSink`](super::WcSink) refuses it as a completion of any other QP, including one
+/// created after its QP was destroyed.
 ///
 /// # Invariants
 ///
-/// Holds the `wr_id` of a work request as a consumer posted it to this driver; each posting of a
-/// request yields one `WrId`.
+/// `raw` is the `wr_id` of a work request as a consumer posted it to this driver's QP whose
+/// serial is `qp`, and the consumer was told that request was posted; each posting of a request
+/// yields one `WrId`.
 #[derive(Debug)]
-pub struct WrId(u64);
+pub struct WrId {
+    raw: u64,
+    qp: QpSerial,
+}
 
 impl WrId {
     /// The ID as the consumer gave it, for a completion to be written.
     pub(super) fn into_raw(self) -> u64 {
-        self.0
+        self.raw
+    }
+
+    /// The serial of the QP the request was posted to.
+    pub(super) fn qp(&self) -> QpSerial {
+        self.qp
+    }
+}
+
+/// How far the driver consumed the chain of work requests of one post: the first request whose
+/// ID it did not take (NULL once it took them all). The post's trampoline owns it and tells the
+/// consumer from it which requests were posted; the chain's iterator ([`SendWrs`], [`RecvWrs`])
+/// and the requests it yields borrow it.
+///
+/// # Invariants
+///
+/// The chain's requests before the one it holds are exactly those whose IDs were taken.
+pub(super) struct PostProgress<W>(Cell<*const W>);
+
+impl<W> PostProgress<W> {
+    /// The progress of a post of the chain starting at `first` (NULL or a valid chain), before
+    /// the driver sees it.
+    pub(super) fn new(first: *const W) -> Self {
+        // INVARIANT: No ID was taken, and no request comes before `first`.
+        Self(Cell::new(first))
+    }
+
+    /// The first request of the chain whose ID was not taken; NULL if every ID was.
+    pub(super) fn first_untaken(&self) -> *const W {
+        self.0.get()
     }
 }
 
@@ -179,9 +217,14 @@ pub struct RegFields<'a, T: Operations> {
 /// embedded in the container struct its opcode calls for (as the verbs API requires): an
 /// `ib_ud_wr` for a send on a datagram QP. (Other opcodes posted to a datagram QP are not in
 /// one: the core's drain posts a stack `ib_rdma_wr` whatever the QP's type.)
+///
+/// It is the first request of its post's chain whose ID was not taken (`progress` holds it), and
+/// `qp` is the serial of the QP of the post.
 pub struct SendWr<'a, T: Operations> {
     raw: &'a bindings::ib_send_wr,
     datagram: bool,
+    qp: QpSerial,
+    progress: &'a PostProgress<bindings::ib_send_wr>,
     _p: PhantomData<T>,
 }
 
@@ -199,11 +242,22 @@ impl<'a, T: Operations> SendWr<'a, T> {
 
     /// The ID to report in the request's completion; consumes the request, of which the
     /// driver takes everything else first.
+    ///
+    /// Taking the ID posts the request: the consumer is told it was posted (even if the post
+    /// then fails), and waits for its completion. A driver takes it once nothing can fail any
+    /// more, and keeps it until it reports the completion.
     pub fn into_wr_id(self) -> WrId {
-        // SAFETY: Both union members are 64-bit values; reading the integer is always valid.
-        // INVARIANT: The request was posted, and `self` is consumed: `SendWrs` yields each
-        // request of a post once.
-        WrId(unsafe { self.raw.__bindgen_anon_1.wr_id })
+        // INVARIANT: `self` is the first request whose ID was not taken (type invariant), and
+        // now its ID is: the first untaken is the next one.
+        self.progress.0.set(self.raw.next);
+        // INVARIANT: The consumer will be told that the request was posted (the trampoline
+        // reports the requests before `progress` as posted), to the QP whose serial is `qp`;
+        // `self` is consumed, and `SendWrs` yields each request of a post once.
+        WrId {
+            // SAFETY: Both union members are 64-bit values; reading the integer is always valid.
+            raw: unsafe { self.raw.__bindgen_anon_1.wr_id },
+            qp: self.qp,
+        }
     }
 
     /// The opcode; `None` for one beyond the IB spec's (LSO, memory windows, driver-specific),
@@ -307,9 +361,21 @@ impl<'a, T: Operations> SendWr<'a, T> {
 }
 
 /// The chain of send work requests of one post.
+///
+/// Yields the next request only once the ID of the one before was taken: the requests whose IDs
+/// the driver takes are always the first ones of the chain, and the iteration ends at the first
+/// request dropped without its ID taken.
+///
+/// # Invariants
+///
+/// `next` is NULL or a request of the valid chain of `progress`, for `'a`: either the first whose
+/// ID was not taken, or the one after it (that request was yielded). `qp` is the serial of the
+/// QP of the post, which is `datagram` if of a datagram type.
 pub struct SendWrs<'a, T: Operations> {
     next: *const bindings::ib_send_wr,
     datagram: bool,
+    qp: QpSerial,
+    progress: &'a PostProgress<bindings::ib_send_wr>,
     _p: PhantomData<(&'a bindings::ib_send_wr, T)>,
 }
 
@@ -317,11 +383,18 @@ impl<'a, T: Operations> SendWrs<'a, T> {
     /// # Safety
     ///
     /// `first` must be NULL or a valid chain of work requests for `'a`, posted to `qp`, each
-    /// embedded as the verbs API requires.
-    pub(super) unsafe fn new(first: *const bindings::ib_send_wr, qp: &Qp<T>) -> Self {
+    /// embedded as the verbs API requires; `progress` must be new, of the same chain.
+    pub(super) unsafe fn new(
+        first: *const bindings::ib_send_wr,
+        qp: &Qp<T>,
+        progress: &'a PostProgress<bindings::ib_send_wr>,
+    ) -> Self {
+        // INVARIANT: `first` is the first request whose ID was not taken (`progress` is new).
         Self {
             next: first,
             datagram: qp.qp_type().is_datagram(),
+            qp: qp.serial(),
+            progress,
             _p: PhantomData,
         }
     }
@@ -331,15 +404,22 @@ impl<'a, T: Operations> Iterator for SendWrs<'a, T> {
     type Item = SendWr<'a, T>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.next.is_null() {
+        // Past the end, or the request yielded last still has its ID (it may be dropped): a
+        // valid chain ends in NULL, so the request after the first untaken is not that one.
+        if self.next.is_null() || self.next != self.progress.first_untaken() {
             return None;
         }
-        // SAFETY: The chain is valid for `'a` (guaranteed to `new`).
+        // SAFETY: The chain is valid for `'a` (type invariant).
         let raw = unsafe { &*self.next };
+        // INVARIANT: `raw` was the first untaken request and is yielded, so `next` is the one
+        // after it.
         self.next = raw.next;
+        // INVARIANT: `raw` is the first request whose ID was not taken (checked above).
         Some(SendWr {
             raw,
             datagram: self.datagram,
+            qp: self.qp,
+            progress: self.progress,
             _p: PhantomData,
         })
     }
@@ -349,19 +429,28 @@ impl<'a, T: Operations> Iterator for SendWrs<'a, T> {
 ///
 /// # Invariants
 ///
-/// Wraps a valid `struct ib_recv_wr` of a post in progress.
+/// Wraps a valid `struct ib_recv_wr` of a post in progress, the first of its chain whose ID was
+/// not taken (`progress` holds it); `qp` is the serial of the QP of the post.
 pub struct RecvWr<'a> {
     raw: &'a bindings::ib_recv_wr,
+    qp: QpSerial,
+    progress: &'a PostProgress<bindings::ib_recv_wr>,
 }
 
 impl<'a> RecvWr<'a> {
     /// The ID to report in the request's completion; consumes the request, of which the
     /// driver takes everything else first.
+    ///
+    /// Taking the ID posts the request, as [`SendWr::into_wr_id`] does.
     pub fn into_wr_id(self) -> WrId {
-        // SAFETY: Both union members are 64-bit values.
-        // INVARIANT: The request was posted, and `self` is consumed: `RecvWrs` yields each
-        // request of a post once.
-        WrId(unsafe { self.raw.__bindgen_anon_1.wr_id })
+        // INVARIANT: As in `SendWr::into_wr_id`.
+        self.progress.0.set(self.raw.next);
+        // INVARIANT: As in `SendWr::into_wr_id`.
+        WrId {
+            // SAFETY: Both union members are 64-bit values.
+            raw: unsafe { self.raw.__bindgen_anon_1.wr_id },
+            qp: self.qp,
+        }
     }
 
     /// The scatter/gather list.
@@ -377,19 +466,35 @@ impl<'a> RecvWr<'a> {
 }
 
 /// The chain of receive work requests of one post.
+///
+/// Yields the next request only once the ID of the one before was taken, as [`SendWrs`] does.
+///
+/// # Invariants
+///
+/// As for [`SendWrs`]: `next` is NULL or a request of the valid chain of `progress`, for `'a`,
+/// either the first whose ID was not taken or the one after it; `qp` is the serial of the QP of
+/// the post.
 pub struct RecvWrs<'a> {
     next: *const bindings::ib_recv_wr,
-    _p: PhantomData<&'a bindings::ib_recv_wr>,
+    qp: QpSerial,
+    progress: &'a PostProgress<bindings::ib_recv_wr>,
 }
 
 impl<'a> RecvWrs<'a> {
     /// # Safety
     ///
-    /// `first` must be NULL or a valid chain of work requests for `'a`.
-    pub(super) unsafe fn new(first: *const bindings::ib_recv_wr) -> Self {
+    /// `first` must be NULL or a valid chain of work requests for `'a`, posted to the QP whose
+    /// serial is `qp`; `progress` must be new, of the same chain.
+    pub(super) unsafe fn new(
+        first: *const bindings::ib_recv_wr,
+        qp: QpSerial,
+        progress: &'a PostProgress<bindings::ib_recv_wr>,
+    ) -> Self {
+        // INVARIANT: `first` is the first request whose ID was not taken (`progress` is new).
         Self {
             next: first,
-            _p: PhantomData,
+            qp,
+            progress,
         }
     }
 }
@@ -398,22 +503,19 @@ impl<'a> Iterator for RecvWrs<'a> {
     type Item = RecvWr<'a>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.next.is_null() {
+        // As in `SendWrs::next`.
+        if self.next.is_null() || self.next != self.progress.first_untaken() {
             return None;
         }
-        // SAFETY: The chain is valid for `'a` (guaranteed to `new`).
+        // SAFETY: The chain is valid for `'a` (type invariant).
         let raw = unsafe { &*self.next };
+        // INVARIANT: As in `SendWrs::next`.
         self.next = raw.next;
-        Some(RecvWr { raw })
+        // INVARIANT: As in `SendWrs::next`.
+        Some(RecvWr {
+            raw,
+            qp: self.qp,
+            progress: self.progress,
+        })
     }
-}
-
-/// Why a post stopped: the error, and the position in the chain of the first work request that
-/// was not posted.
-#[derive(Debug)]
-pub struct PostError {
-    /// The error returned to the consumer.
-    pub error: Error,
-    /// Index of the failed work request (0 is the first of the chain).
-    pub index: usize,
 }

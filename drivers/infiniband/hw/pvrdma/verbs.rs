@@ -21,9 +21,9 @@ use kernel::{
     prelude::*,
     rdma::{
         self, AccessFlags, AhAttr, CqInitAttr, DeviceAttr, FwVersion, Gid, GidAttr, LinkLayer,
-        MrKeys, MrType, NotifyFlags, PortAttr, PortImmutable, PostError, QpAttr, QpAttrMask,
-        QpInitAttr, QpQuery, RecvWrs, ResEntry, SendWrs, SrqAttr, SrqType, UData, UserContext,
-        UserCqBuffer, Vma, WcSink,
+        MrKeys, MrType, NotifyFlags, PortAttr, PortImmutable, QpAttr, QpAttrMask, QpInitAttr,
+        QpQuery, RecvWrs, ResEntry, SendWrs, SrqAttr, SrqType, UData, UserContext, UserCqBuffer,
+        Vma, WcSink,
     },
 };
 
@@ -238,19 +238,11 @@ impl rdma::Operations for IbDev {
         qp.destroy(dev)
     }
 
-    fn post_send(
-        dev: &rdma::Device<Self>,
-        qp: &rdma::Qp<Self>,
-        wrs: SendWrs<'_, Self>,
-    ) -> core::result::Result<(), PostError> {
+    fn post_send(dev: &rdma::Device<Self>, qp: &rdma::Qp<Self>, wrs: SendWrs<'_, Self>) -> Result {
         qp.post_send(dev, wrs)
     }
 
-    fn post_recv(
-        dev: &rdma::Device<Self>,
-        qp: &rdma::Qp<Self>,
-        wrs: RecvWrs<'_>,
-    ) -> core::result::Result<(), PostError> {
+    fn post_recv(dev: &rdma::Device<Self>, qp: &rdma::Qp<Self>, wrs: RecvWrs<'_>) -> Result {
         qp.post_recv(dev, wrs)
     }
 

@@ -268,15 +268,20 @@ impl WorkQueue {
         wr_id
     }
 
-    /// Records the work request `wr_id` (`signaled` as its flags ask) in the slot of the next
-    /// sequence number, which the caller checked is free.
-    fn record(&mut self, wr_id: WrId, signaled: bool) -> Result {
+    /// Records the work request whose ID `take_id` gives (`signaled` as its flags ask) in the
+    /// slot of the next sequence number, which the caller checked is free, and counts it as
+    /// posted. Nothing fails once the ID is taken: taking it tells the consumer the request was
+    /// posted.
+    fn record(&mut self, take_id: impl FnOnce() -> WrId, signaled: bool) -> Result {
+        let signaled = signaled || self.signal_all;
         let slot = self.slot(self.posted);
-        *self.work.get_mut(slot).ok_or(EINVAL)? = Work {
-            wr_id: Some(wr_id),
-            signaled: signaled || self.signal_all,
+        let work = self.work.get_mut(slot).ok_or(EINVAL)?;
+        *work = Work {
+            wr_id: Some(take_id()),
+            signaled,
             done: false,
         };
+        self.posted = self.posted.wrapping_add(1);
         Ok(())
     }
 
@@ -291,13 +296,14 @@ impl WorkQueue {
         Ok(())
     }
 
-    /// Accepts the work request `wr_id` (header `H`, `sges`; `signaled` as its flags ask) without
-    /// handing it to the device, which is dead: it is checked as [`WorkQueue::push`] checks it,
-    /// and outstanding until [`WorkQueue::take_unfinished`] flushes it. Fails with `EINVAL` for
-    /// too many entries, `ENOMEM` if the queue is full.
+    /// Accepts the work request whose ID `take_id` gives (header `H`, `sges`; `signaled` as its
+    /// flags ask) without handing it to the device, which is dead: it is checked as
+    /// [`WorkQueue::push`] checks it, and outstanding until [`WorkQueue::take_unfinished`]
+    /// flushes it. Fails with `EINVAL` for too many entries, `ENOMEM` if the queue is full; the ID
+    /// is taken only if it succeeds.
     pub(crate) fn push_unsent<H: WqeHeader>(
         &mut self,
-        wr_id: WrId,
+        take_id: impl FnOnce() -> WrId,
         signaled: bool,
         sges: &[rdma::Sge],
     ) -> Result {
@@ -305,9 +311,7 @@ impl WorkQueue {
         if self.posted.wrapping_sub(self.completed) >= self.slots {
             return Err(ENOMEM);
         }
-        self.record(wr_id, signaled)?;
-        self.posted = self.posted.wrapping_add(1);
-        Ok(())
+        self.record(take_id, signaled)
     }
 
     fn prod(&self) -> usize {
@@ -318,14 +322,15 @@ impl WorkQueue {
         self.state + offset_of!(RingIndexes, cons_head)
     }
 
-    /// Writes a work queue entry (`hdr` then `sges`) for the work request `wr_id` (`signaled`
-    /// as its flags ask) into the next free slot and hands it to the device. Fails with `EINVAL`
-    /// for too many entries, `ENOMEM` if the queue is full (of entries not consumed or not
-    /// completed), `EIO` if the device broke the ring's indexes.
+    /// Writes a work queue entry (`hdr` then `sges`) for the work request whose ID `take_id`
+    /// gives (`signaled` as its flags ask) into the next free slot and hands it to the device.
+    /// Fails with `EINVAL` for too many entries, `ENOMEM` if the queue is full (of entries not
+    /// consumed or not completed), `EIO` if the device broke the ring's indexes; the ID is taken
+    /// only if it succeeds.
     pub(crate) fn push<H: WqeHeader>(
         &mut self,
         pdir: &PageDir,
-        wr_id: WrId,
+        take_id: impl FnOnce() -> WrId,
         signaled: bool,
         mut hdr: H,
         sges: &[rdma::Sge],
@@ -362,12 +367,13 @@ impl WorkQueue {
             page.write_at(at, &entry)?;
             at += size_of::<abi::Sge>();
         }
-        self.record(wr_id, signaled)?;
         // The entry must be complete before the device sees the new producer index.
         dma_mb(Write);
         state.write_u32(self.prod(), idx_next(tail, self.slots))?;
-        self.posted = self.posted.wrapping_add(1);
-        Ok(())
+        // Recorded after the device has the entry, so that the ID is taken only once nothing can
+        // fail (but a slot missing, which the invariant rules out): the queue's lock, held,
+        // keeps its completion from being matched before.
+        self.record(take_id, signaled)
     }
 
     /// Empties the queue (after the QP went to RESET and its completions were flushed).

@@ -15,25 +15,21 @@ use core::sync::atomic::Ordering;
 use kernel::{
     prelude::*,
     rdma::{
-        self, wc_opcode, wc_status, PostError, QpState, QpType, RecvWrs, SendWrs, WcSink,
-        WorkCompletion, WrOpcode,
+        self, wc_opcode, wc_status, QpState, QpType, RecvWrs, SendWrs, WcSink, WorkCompletion,
+        WrOpcode,
     },
     sync::SpinLockIrq,
 };
 
 impl Qp {
     /// Posts send work requests to a kernel QP (see [`rdma::Operations::post_send`]).
-    pub(crate) fn post_send(
-        &self,
-        dev: &rdma::Device<IbDev>,
-        wrs: SendWrs<'_, IbDev>,
-    ) -> core::result::Result<(), PostError> {
+    pub(crate) fn post_send(&self, dev: &rdma::Device<IbDev>, wrs: SendWrs<'_, IbDev>) -> Result {
         let QpRings::Kernel { pdir } = &self.rings else {
-            return Err(refused(EINVAL));
+            return Err(EINVAL);
         };
         // Below RTS a send can only fail; from RTS on the device judges.
         if !self.state().may_send() {
-            return Err(refused(EINVAL));
+            return Err(EINVAL);
         }
         post_all(
             dev,
@@ -46,26 +42,24 @@ impl Qp {
                 let hdr = send_wqe(self, &wr)?;
                 let signaled = wr.send_flags() & rdma::send_flags::SIGNALED != 0;
                 let sges = wr.sges();
+                // The ID is taken (the request posted) once the queue has accepted the request.
+                let take_id = || wr.into_wr_id();
                 if dead {
-                    return ring.push_unsent::<SqWqeHdr>(wr.into_wr_id(), signaled, sges);
+                    return ring.push_unsent::<SqWqeHdr>(take_id, signaled, sges);
                 }
-                ring.push(pdir, wr.into_wr_id(), signaled, hdr, sges)
+                ring.push(pdir, take_id, signaled, hdr, sges)
             },
         )
     }
 
     /// Posts receive work requests to a kernel QP (see [`rdma::Operations::post_recv`]).
-    pub(crate) fn post_recv(
-        &self,
-        dev: &rdma::Device<IbDev>,
-        wrs: RecvWrs<'_>,
-    ) -> core::result::Result<(), PostError> {
+    pub(crate) fn post_recv(&self, dev: &rdma::Device<IbDev>, wrs: RecvWrs<'_>) -> Result {
         // A QP on an SRQ has no receive queue of its own (`post_all` refuses it).
         let QpRings::Kernel { pdir } = &self.rings else {
-            return Err(refused(EINVAL));
+            return Err(EINVAL);
         };
         if self.state() == QpState::Reset {
-            return Err(refused(EINVAL));
+            return Err(EINVAL);
         }
         post_all(
             dev,
@@ -83,10 +77,11 @@ impl Qp {
                 };
                 // Every receive is signaled.
                 let sges = wr.sges();
+                let take_id = || wr.into_wr_id();
                 if dead {
-                    return ring.push_unsent::<RqWqeHdr>(wr.into_wr_id(), true, sges);
+                    return ring.push_unsent::<RqWqeHdr>(take_id, true, sges);
                 }
-                ring.push(pdir, wr.into_wr_id(), true, hdr, sges)
+                ring.push(pdir, take_id, true, hdr, sges)
             },
         )
     }
@@ -109,14 +104,11 @@ impl Qp {
     }
 }
 
-/// A post refused before its first work request.
-fn refused(error: Error) -> PostError {
-    PostError { error, index: 0 }
-}
-
 /// Writes one entry per work request into `queue` (with `push`) until one fails, then rings the
 /// QP's doorbell once with `doorbell`, so the device sees every entry written before the failure.
 /// A QP without that queue (a user QP, or a receive on an SRQ's QP) is refused with `EINVAL`.
+/// `push` takes a request's ID only if it accepts the request (it fails before otherwise): the
+/// consumer is told that the requests before the one that failed were posted.
 ///
 /// On a dead device (`push`'s last argument) the work requests are checked as usual but only
 /// recorded, and no doorbell rings: they are completed as flushed (see `crate::dead`), which is
@@ -129,16 +121,16 @@ fn post_all<W>(
     queue: &SpinLockIrq<Option<WorkQueue>>,
     wrs: impl Iterator<Item = W>,
     mut push: impl FnMut(&mut WorkQueue, &PageDir, W, bool) -> Result,
-) -> core::result::Result<(), PostError> {
+) -> Result {
     let dead = dev.hw.is_dead();
     let mut guard = queue.lock();
     let Some(ring) = (*guard).as_mut() else {
-        return Err(refused(EINVAL));
+        return Err(EINVAL);
     };
     let mut result = Ok(());
-    for (index, wr) in wrs.enumerate() {
+    for wr in wrs {
         if let Err(error) = push(ring, pdir, wr, dead) {
-            result = Err(PostError { error, index });
+            result = Err(error);
             break;
         }
     }
