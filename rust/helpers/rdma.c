@@ -25,6 +25,17 @@ __rust_helper struct ib_device *rust_helper_rdma_device_to_ibdev(struct device *
 	return rdma_device_to_ibdev(device);
 }
 
+__rust_helper bool rust_helper_rdma_is_port_valid(const struct ib_device *device,
+						 unsigned int port)
+{
+	return rdma_is_port_valid(device, port);
+}
+
+__rust_helper bool rust_helper_rdma_protocol_ib(const struct ib_device *device, u32 port_num)
+{
+	return rdma_protocol_ib(device, port_num);
+}
+
 __rust_helper pgprot_t rust_helper_pgprot_noncached(pgprot_t prot)
 {
 	return pgprot_noncached(prot);

@@ -41,7 +41,9 @@ pub use ah::{Ah, AhAttr};
 pub use attr::{device_cap, port_cap, DeviceAttr, FwVersion, GidAttr, PortAttr, PortImmutable};
 pub use counters::CounterDesc;
 pub use cq::{Cq, CqInitAttr, CQ_EVENT_ERR};
-pub use device::{Device, DeviceHandle, DeviceName, Registration, UnregisteredDevice};
+pub use device::{
+    Device, DeviceHandle, DeviceName, RegisteredDevice, Registration, UnregisteredDevice,
+};
 pub use mr::{Access, AccessFlags, Mr, MrKeys, MrType};
 pub use objects::{Pd, UserContext, Vma};
 pub use ops::Operations;
@@ -206,13 +208,13 @@ pub enum PortEvent {
     Active,
     /// The port went down.
     Error,
-    /// The LID changed.
+    /// The LID changed (InfiniBand ports only).
     LidChange,
     /// The P_Key table changed.
     PkeyChange,
-    /// The subnet manager changed.
+    /// The subnet manager changed (InfiniBand ports only).
     SmChange,
-    /// Clients must re-register with the subnet manager.
+    /// Clients must re-register with the subnet manager (InfiniBand ports only).
     ClientReregister,
     /// The GID table changed.
     GidChange,
@@ -221,6 +223,15 @@ pub enum PortEvent {
 }
 
 impl PortEvent {
+    /// Whether the event is about InfiniBand's subnet management (LIDs, the subnet manager),
+    /// which ports of other protocols (RoCE, iWARP) do not have.
+    pub(crate) fn is_ib_only(self) -> bool {
+        matches!(
+            self,
+            Self::LidChange | Self::SmChange | Self::ClientReregister
+        )
+    }
+
     pub(crate) fn as_raw(self) -> bindings::ib_event_type {
         match self {
             Self::Active => bindings::ib_event_type_IB_EVENT_PORT_ACTIVE,

@@ -28,8 +28,9 @@ pub struct Device(Opaque<bindings::net_device>);
 
 // SAFETY: `struct net_device` is reference counted and may be used and released from any thread.
 unsafe impl Send for Device {}
-// SAFETY: The methods taking `&self` read fields with single loads or call C functions that do
-// their own locking.
+// SAFETY: The methods taking `&self` read fields that do not change while the device is
+// registered or that are read with single loads, or call C functions that do their own locking
+// (the name is copied under the rename seqlock).
 unsafe impl Sync for Device {}
 
 // SAFETY: `dev_hold`/`dev_put` maintain the device's reference count.
@@ -63,15 +64,18 @@ impl Device {
 
     /// The interface name, e.g. `eth0`.
     ///
-    /// The name may change while the device is up; the returned string is a snapshot.
+    /// The name may change while the device is up; the returned string is a copy, made under
+    /// the rename seqlock (C's `netdev_copy_name()`), so it is a whole name, the old or the new.
+    /// Callable in any context.
+    // Not inlined into modules: `netdev_copy_name()` is not exported.
+    #[inline(never)]
     pub fn name(&self) -> NameBuf {
         let mut buf = [0u8; bindings::IFNAMSIZ as usize];
-        // SAFETY: `name` is an `IFNAMSIZ` array inside a valid `net_device`; it is copied byte by
-        // byte, so a concurrent rename yields at worst a mixed but bounded name.
-        let name = unsafe { &(*self.as_raw()).name };
-        for (d, s) in buf.iter_mut().zip(name.iter()) {
-            *d = *s;
-        }
+        // SAFETY: `self.as_raw()` is a valid `net_device` and `buf` has room for `IFNAMSIZ`
+        // bytes, which the function writes at most, a NUL included. It reads the name only
+        // between reads of the rename seqlock, retrying while a rename writes it.
+        unsafe { bindings::netdev_copy_name(self.as_raw(), buf.as_mut_ptr().cast()) };
+        // INVARIANT: A NUL at the end, whatever was copied.
         buf[bindings::IFNAMSIZ as usize - 1] = 0;
         NameBuf(buf)
     }
@@ -92,14 +96,15 @@ impl Device {
     pub fn mac_address(&self) -> [u8; 6] {
         let mut mac = [0u8; 6];
         // SAFETY: `dev_addr` of a registered Ethernet device points to at least `addr_len`
-        // bytes; only the first `min(addr_len, 6)` are read.
+        // bytes; only the first `min(addr_len, 6)` are read, with volatile reads (C's
+        // `READ_ONCE()`), as a change of address may write them meanwhile.
         unsafe {
             let raw = self.as_raw();
             let addr = (*raw).dev_addr;
             let len = ((*raw).addr_len as usize).min(mac.len());
             if !addr.is_null() {
                 for (i, b) in mac.iter_mut().enumerate().take(len) {
-                    *b = *addr.add(i);
+                    *b = addr.add(i).read_volatile();
                 }
             }
         }
@@ -155,6 +160,10 @@ impl Device {
 }
 
 /// A copy of an interface name, NUL-terminated.
+///
+/// # Invariants
+///
+/// The last byte is NUL.
 pub struct NameBuf([u8; bindings::IFNAMSIZ as usize]);
 
 impl NameBuf {

@@ -96,10 +96,17 @@ pub trait Notifier: Send + Sync + 'static {
 ///
 /// # Invariants
 ///
-/// `nb` is registered with its `notifier_call` set to this type's callback from `register` until
-/// `drop`, and it is pinned inside the same allocation as `data`.
-#[pin_data(PinnedDrop)]
+/// `block.nb` is registered, with its `notifier_call` set to [`Block::callback`], from the end of
+/// `register` until `drop`: a registration that failed leaves no `Registration`, only a block
+/// that is freed without being unregistered.
 pub struct Registration<T: Notifier> {
+    block: Pin<KBox<Block<T>>>,
+}
+
+/// The notifier block and the notifier's data, pinned in one allocation: the callback finds the
+/// data from the block.
+#[pin_data]
+struct Block<T: Notifier> {
     #[pin]
     nb: Opaque<bindings::notifier_block>,
     data: T,
@@ -117,14 +124,14 @@ impl<T: Notifier> Registration<T> {
     /// Registers `data` to be told about network device events.
     ///
     /// Must not be called with the RTNL lock held.
-    pub fn register(data: T) -> Result<Pin<KBox<Self>>> {
-        let this = KBox::pin_init(
-            pin_init!(Self {
+    pub fn register(data: T) -> Result<Self> {
+        let block = KBox::pin_init(
+            pin_init!(Block {
                 nb <- Opaque::ffi_init(|nb: *mut bindings::notifier_block| {
                     // SAFETY: `nb` is valid for writes; all-zeroes is a valid notifier block.
                     unsafe {
                         nb.write(core::mem::zeroed());
-                        (*nb).notifier_call = Some(Self::callback);
+                        (*nb).notifier_call = Some(Block::<T>::callback);
                     }
                 }),
                 data,
@@ -132,16 +139,22 @@ impl<T: Notifier> Registration<T> {
             }),
             GFP_KERNEL,
         )?;
-        // SAFETY: `nb` is initialised and pinned in a box that lives until `drop` unregisters it.
-        to_result(unsafe { bindings::register_netdevice_notifier(this.nb.get()) })?;
-        Ok(this)
+        // SAFETY: `nb` is initialised and pinned in a box that lives until `drop` unregisters it,
+        // with the data initialised beside it. On failure the block is not registered (the core
+        // unregisters it itself if it fails after adding it to the chain): `block` is freed
+        // without unregistration below.
+        to_result(unsafe { bindings::register_netdevice_notifier(block.nb.get()) })?;
+        // INVARIANT: Registered just above with `Block::callback`.
+        Ok(Self { block })
     }
 
     /// The notifier's data.
     pub fn data(&self) -> &T {
-        &self.data
+        &self.block.data
     }
+}
 
+impl<T: Notifier> Block<T> {
     /// The C callback.
     ///
     /// # Safety
@@ -152,8 +165,9 @@ impl<T: Notifier> Registration<T> {
         event: crate::ffi::c_ulong,
         ptr: *mut crate::ffi::c_void,
     ) -> crate::ffi::c_int {
-        // SAFETY: `nb` is the `nb` field of a registered `Registration<T>` (the type invariant),
-        // alive until unregistration, which waits for running callbacks.
+        // SAFETY: `nb` is the `nb` field of a `Block<T>` that a `Registration<T>` registered, or
+        // is registering (its data is initialised before); it stays alive until unregistration,
+        // which waits for running callbacks.
         let this = unsafe { &*crate::container_of!(Opaque::cast_from(nb), Self, nb) };
         // SAFETY: Netdevice notifier chains pass a `struct netdev_notifier_info` whose `dev` is
         // valid for the duration of the call.
@@ -166,10 +180,9 @@ impl<T: Notifier> Registration<T> {
     }
 }
 
-#[pinned_drop]
-impl<T: Notifier> PinnedDrop for Registration<T> {
-    fn drop(self: Pin<&mut Self>) {
+impl<T: Notifier> Drop for Registration<T> {
+    fn drop(&mut self) {
         // SAFETY: By the type invariant `nb` is registered.
-        unsafe { bindings::unregister_netdevice_notifier(self.nb.get()) };
+        unsafe { bindings::unregister_netdevice_notifier(self.block.nb.get()) };
     }
 }

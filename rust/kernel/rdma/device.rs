@@ -189,35 +189,15 @@ impl<T: Operations> Device<T> {
     pub fn parent(&self) -> &device::Device<Bound> {
         // SAFETY: `UnregisteredDevice::new` set the parent to a bound device. A `&Device<T>` only
         // exists while an `UnregisteredDevice<'a, T>` borrowing the bound parent for `'a` owns the
-        // device, or while the device is registered: its `Registration` lives in a `Devres` of
-        // the parent, which unregisters the device at the latest when the parent is unbound. The
-        // parent is bound throughout, and the `ib_device` holds a reference to it.
+        // device, or while the device is registered, i.e. until `Registration`'s drop has
+        // unregistered it (the core calls no callback after `ib_unregister_device()` returns,
+        // and the `DeviceHandle` is detached before the drop goes on). That drop runs at the
+        // latest from the devres release of the parent (`devres_release_all()`), which the
+        // driver core runs before it unbinds the parent: `device_unbind_cleanup()` clears the
+        // parent's driver (and tears its DMA operations down) only after `devres_release_all()`
+        // returned, and a `Devres` completes its release before that. So the parent is bound,
+        // and alive, for as long as the reference.
         unsafe { device::Device::from_raw((*self.as_raw()).__bindgen_anon_1.dev.parent) }
-    }
-
-    /// Reports `event` on `port` to the RDMA core's clients, in any context (the core queues
-    /// it). Before registration, when the core has no clients and no port data for the device,
-    /// the event is dropped.
-    pub fn dispatch_port_event(&self, port: u32, event: PortEvent) {
-        // The core's handler of a port event (`ib_cache_event_task`) reads the port's data,
-        // which registration sets up: an event of a device not registered yet would have it
-        // read through a NULL pointer. Only the thread that registers the device holds a
-        // `&Device<T>` before registration (`UnregisteredDevice` is not shared), so the field
-        // is read without a race; once set it stays until the device is freed.
-        // SAFETY: `self` is a valid `ib_device` while a `&Device<T>` exists.
-        if unsafe { (*self.as_raw()).port_data }.is_null() {
-            return;
-        }
-        // SAFETY: All-zeroes is a valid `ib_event`.
-        let mut ev: bindings::ib_event = unsafe { core::mem::zeroed() };
-        ev.device = self.as_raw();
-        ev.element.port_num = port;
-        ev.event = event.as_raw();
-        // `ib_dispatch_event` copies the event, allocates atomically and defers the clients'
-        // handlers to a work item on `ib_wq`, which keeps the device's pointer without a
-        // reference: `Registration`'s drop flushes that queue before it frees the device.
-        // SAFETY: `self` is a valid, registered `ib_device` and `ev` a valid event.
-        unsafe { bindings::ib_dispatch_event(&ev) };
     }
 
     /// A copy of the device's name, e.g. `vmw_pvrdma0` (empty before registration), for
@@ -418,9 +398,19 @@ impl<'a, T: Operations> UnregisteredDevice<'a, T> {
         // SAFETY: The device is valid, initialised and not registered; the parent, which does
         // the DMA, is bound, and the registration is undone before it is unbound (see above). The
         // name is a pattern the core's `%d` formatting takes.
-        to_result(unsafe {
+        let registered = to_result(unsafe {
             bindings::ib_register_device(self.raw(), name.as_char_ptr(), parent.as_raw())
-        })?;
+        });
+        if let Err(e) = registered {
+            // A registration that failed after the core enabled the device may have had
+            // `report_port_event` called, with a `&RegisteredDevice<T>`, until the core undid it:
+            // the events it queued must have run before `self`'s drop frees the device (the
+            // type invariant of `RegisteredDevice`).
+            // SAFETY: `ib_wq` is the core's event queue, allocated while the core is loaded,
+            // which it is while one of its devices exists.
+            unsafe { bindings::__flush_workqueue(bindings::ib_wq) };
+            return Err(e);
+        }
         let ptr = self.ptr;
         core::mem::forget(self);
         let reg = Registration { ptr, handle };
@@ -471,7 +461,7 @@ pub struct Registration<T: Operations> {
 
 // SAFETY: The registration can be dropped from any thread.
 unsafe impl<T: Operations> Send for Registration<T> {}
-// SAFETY: `&Registration` only gives `&Device<T>`, which is `Sync`.
+// SAFETY: `&Registration` only gives `&RegisteredDevice<T>`, which is `Sync`.
 unsafe impl<T: Operations> Sync for Registration<T> {}
 
 impl<T: Operations> Registration<T> {
@@ -480,10 +470,10 @@ impl<T: Operations> Registration<T> {
     }
 
     /// The registered device.
-    pub fn device(&self) -> &Device<T> {
+    pub fn device(&self) -> &RegisteredDevice<T> {
         // SAFETY: By the type invariant the device is registered and its data initialised for as
-        // long as `self` lives.
-        unsafe { Device::from_raw(self.raw()) }
+        // long as `self` lives; `self`'s drop flushes `ib_wq` before it frees the device.
+        unsafe { RegisteredDevice::from_raw(self.raw()) }
     }
 }
 
@@ -562,7 +552,7 @@ impl<T: Operations> Drop for Registration<T> {
 /// let handle = DeviceHandle::<NoDriver>::new()?;
 /// // Not attached to a registered device (yet, or any more): nothing reaches the RDMA core.
 /// assert!(!handle.is_attached());
-/// assert!(!handle.dispatch_port_event(1, PortEvent::Active));
+/// assert_eq!(handle.dispatch_port_event(1, PortEvent::Active), Err(ENODEV));
 /// assert_eq!(handle.set_netdev(1, None), Err(ENODEV));
 /// assert_eq!(handle.with_device(|_| ()), None);
 /// # Ok::<(), Error>(())
@@ -631,12 +621,14 @@ impl<T: Operations> DeviceHandle<T> {
     /// Callable in any context, hard interrupt handlers included: `f` runs with a spinlock held
     /// and interrupts off, so it must not sleep. The device stays allocated with its data
     /// initialised while `f` runs; it may be in the middle of unregistration.
-    pub fn with_device<R>(&self, f: impl FnOnce(&Device<T>) -> R) -> Option<R> {
+    pub fn with_device<R>(&self, f: impl FnOnce(&RegisteredDevice<T>) -> R) -> Option<R> {
         let guard = self.locks.dev.lock();
         let dev = guard.as_ref()?;
-        // SAFETY: By the type invariant the device was allocated by `UnregisteredDevice::<T>::new`
-        // and lives with its data initialised while the lock is held, which it is while `f` runs.
-        Some(f(unsafe { Device::from_raw(dev.0.as_ptr()) }))
+        // SAFETY: By the type invariant the device was allocated by `UnregisteredDevice::<T>::new`,
+        // registered, and lives with its data initialised while the lock is held, which it is
+        // while `f` runs; `Registration`'s drop detaches the handle before it flushes `ib_wq` and
+        // frees the device.
+        Some(f(unsafe { RegisteredDevice::from_raw(dev.0.as_ptr()) }))
     }
 
     /// Whether the device is registered.
@@ -644,11 +636,11 @@ impl<T: Operations> DeviceHandle<T> {
         self.locks.dev.lock().is_some()
     }
 
-    /// Reports `event` on `port` to the RDMA core's clients, in any context (the core queues it).
-    /// Returns whether it was reported.
-    pub fn dispatch_port_event(&self, port: u32, event: PortEvent) -> bool {
+    /// Reports `event` on `port` to the RDMA core's clients, in any context (the core queues it;
+    /// see [`RegisteredDevice::dispatch_port_event`]). `ENODEV` if the handle is detached.
+    pub fn dispatch_port_event(&self, port: u32, event: PortEvent) -> Result {
         self.with_device(|dev| dev.dispatch_port_event(port, event))
-            .is_some()
+            .unwrap_or(Err(ENODEV))
     }
 
     /// Associates `port` with the network device `ndev`, or with none. May sleep.
@@ -661,6 +653,98 @@ impl<T: Operations> DeviceHandle<T> {
         // valid, and the core takes its own reference.
         to_result(unsafe { bindings::ib_device_set_netdev(dev.0.as_ptr(), ndev, port) })
     }
+}
+
+/// An RDMA device of driver `T` that the RDMA core has registered: the only kind of device that
+/// port events can be reported on ([`RegisteredDevice::dispatch_port_event`]).
+///
+/// Dereferences to [`Device`]. Given by [`Registration::device`], [`DeviceHandle::with_device`]
+/// and [`Operations::report_port_event`]; an [`UnregisteredDevice`], and callbacks that the core
+/// may call during registration, only have a [`Device`].
+///
+/// # Invariants
+///
+/// The wrapped device is a [`Device<T>`] that the core registered: `ib_register_device()` set up
+/// its port data and GID tables for every port (`ib_cache_setup_one()`) and got past it, and
+/// they stay until the device is freed. The device is freed only after the core's event queue
+/// (`ib_wq`) has been flushed since the last `&RegisteredDevice<T>` of it went away: by
+/// [`Registration`]'s drop, or after a failed registration by [`UnregisteredDevice::register`].
+#[repr(transparent)]
+pub struct RegisteredDevice<T: Operations>(Device<T>);
+
+impl<T: Operations> RegisteredDevice<T> {
+    /// Borrows a registered device.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must be a device allocated by [`UnregisteredDevice::<T>::new`] that satisfies the
+    /// type invariant for the lifetime `'a`.
+    pub(super) unsafe fn from_raw<'a>(ptr: *mut bindings::ib_device) -> &'a Self {
+        // SAFETY: `RegisteredDevice<T>` is a transparent wrapper of `Device<T>`, itself one of
+        // the C device; validity is guaranteed by the caller.
+        unsafe { &*ptr.cast() }
+    }
+
+    /// Reports `event` on `port` to the RDMA core's clients, in any context (the core queues
+    /// it).
+    ///
+    /// Refused with `EINVAL` when `port` is not one of the device's ports (the core's clients
+    /// index per-port arrays by it), or when `event` is about InfiniBand's subnet management
+    /// (a LID, the subnet manager, re-registration with it) and the port is not an InfiniBand
+    /// one.
+    pub fn dispatch_port_event(&self, port: u32, event: PortEvent) -> Result {
+        // SAFETY: By the type invariant the device is registered: its port data is set up.
+        let ev = unsafe { port_event(self.as_raw(), port, event) }?;
+        // `ib_dispatch_event` copies the event, allocates atomically and defers the clients'
+        // handlers to a work item on `ib_wq`, which keeps the device's pointer without a
+        // reference: by the type invariant the device is freed only after that queue is flushed.
+        // The work item reads the port's data and GID table, which registration set up, and
+        // passes the port, which is in the device's range, to the clients.
+        // SAFETY: `self` is a valid, registered `ib_device` and `ev` a valid event.
+        unsafe { bindings::ib_dispatch_event(&ev) };
+        Ok(())
+    }
+}
+
+impl<T: Operations> core::ops::Deref for RegisteredDevice<T> {
+    type Target = Device<T>;
+
+    fn deref(&self) -> &Device<T> {
+        &self.0
+    }
+}
+
+/// The event `event` on `port` of `dev`, for `ib_dispatch_event()`, if the port is one of the
+/// device's and the event makes sense for its protocol (see
+/// [`RegisteredDevice::dispatch_port_event`]); `EINVAL` otherwise.
+///
+/// # Safety
+///
+/// `dev` must be a valid device whose port data is set up for every port of its range (as
+/// registration does).
+unsafe fn port_event(
+    dev: *mut bindings::ib_device,
+    port: u32,
+    event: PortEvent,
+) -> Result<bindings::ib_event> {
+    // Every event carries a port: the core's clients read it whatever the event (the multicast
+    // client looks the port's capabilities up before it looks at the event), so a device-wide
+    // event must name a port of the device too.
+    // SAFETY: `dev` is valid (safety requirement); the function reads its port count.
+    if !unsafe { bindings::rdma_is_port_valid(dev, port) } {
+        return Err(EINVAL);
+    }
+    // SAFETY: `port` is in the device's range (checked above), whose port data is set up
+    // (safety requirement).
+    if event.is_ib_only() && !unsafe { bindings::rdma_protocol_ib(dev, port) } {
+        return Err(EINVAL);
+    }
+    // SAFETY: All-zeroes is a valid `ib_event`.
+    let mut ev: bindings::ib_event = unsafe { core::mem::zeroed() };
+    ev.device = dev;
+    ev.element.port_num = port;
+    ev.event = event.as_raw();
+    Ok(ev)
 }
 
 #[cfg(CONFIG_RUST_INFINIBAND_KUNIT_TEST)]
@@ -677,5 +761,122 @@ mod tests {
         for name in [c"x%s", c"x%lu", c"x%d%d", c"x%", c"x%%d", c"%n"] {
             assert!(!is_name_pattern(name));
         }
+    }
+}
+
+#[cfg(CONFIG_RUST_INFINIBAND_KUNIT_TEST)]
+#[macros::kunit_tests(rust_rdma_port_event)]
+mod port_event_tests {
+    use super::*;
+    use crate::alloc::flags::__GFP_ZERO;
+
+    /// The ports of a fake device: `port_data` is indexed by port number, 0 unused.
+    type PortData = [bindings::ib_port_data; 2];
+
+    /// A zeroed fake device with one port (1) of capabilities `caps`, and the port data it
+    /// points to, which must outlive its use.
+    fn one_port_device(caps: u32) -> Result<(KBox<bindings::ib_device>, KBox<PortData>)> {
+        // SAFETY: All-zeroes is a valid `ib_device` and valid `ib_port_data` (integers, null
+        // pointers, `None` callbacks): the memory is zeroed.
+        let (mut dev, mut ports) = unsafe {
+            (
+                KBox::<bindings::ib_device>::new_uninit(GFP_KERNEL | __GFP_ZERO)?.assume_init(),
+                KBox::<PortData>::new_uninit(GFP_KERNEL | __GFP_ZERO)?.assume_init(),
+            )
+        };
+        dev.phys_port_cnt = 1;
+        ports[1].immutable.core_cap_flags = caps;
+        dev.port_data = ports.as_mut_ptr();
+        Ok((dev, ports))
+    }
+
+    /// An event names a port of the device, whatever the event: the core's clients index
+    /// per-port arrays by it (before the check, port 2 of a one-port device reached them).
+    #[test]
+    fn port_out_of_range_refused() -> Result {
+        let (mut dev, _ports) = one_port_device(crate::rdma::core_cap::IBA_ROCE)?;
+        let raw: *mut bindings::ib_device = &mut *dev;
+        for event in [PortEvent::Active, PortEvent::Error, PortEvent::DeviceFatal] {
+            for port in [0, 2, u32::MAX] {
+                // SAFETY: `raw`'s port data covers its one port, 1.
+                let refused = unsafe { port_event(raw, port, event) }.err();
+                assert_eq!(refused, Some(EINVAL));
+            }
+            // SAFETY: As above.
+            let ev = unsafe { port_event(raw, 1, event) }?;
+            // SAFETY: `port_num` is the union member `port_event` set.
+            let port_num = unsafe { ev.element.port_num };
+            assert_eq!(port_num, 1);
+            assert_eq!(ev.event, event.as_raw());
+            assert!(core::ptr::eq(ev.device, raw));
+        }
+        // Through the registered device's method: refused before anything reaches the core
+        // (which would run the event's work on this fake device).
+        // SAFETY: The fake device is not a registered device of `NoDriver` (no data, no event
+        // queue to flush), but the reference is used only for events `port_event` refuses,
+        // which read the device's port count and nothing else; it outlives the reference.
+        let registered = unsafe { RegisteredDevice::<NoDriver>::from_raw(raw) };
+        assert_eq!(
+            registered.dispatch_port_event(2, PortEvent::SmChange),
+            Err(EINVAL)
+        );
+        assert_eq!(
+            registered.dispatch_port_event(0, PortEvent::DeviceFatal),
+            Err(EINVAL)
+        );
+        Ok(())
+    }
+
+    /// Subnet management events are refused on a RoCE port and taken on an InfiniBand one.
+    #[test]
+    fn subnet_events_need_infiniband() -> Result {
+        let (mut roce, _roce_ports) = one_port_device(crate::rdma::core_cap::IBA_ROCE)?;
+        let (mut ib, _ib_ports) = one_port_device(bindings::RDMA_CORE_CAP_PROT_IB)?;
+        let (roce, ib): (*mut bindings::ib_device, *mut bindings::ib_device) =
+            (&mut *roce, &mut *ib);
+        for event in [
+            PortEvent::LidChange,
+            PortEvent::SmChange,
+            PortEvent::ClientReregister,
+        ] {
+            // SAFETY: Both devices' port data cover their one port, 1.
+            let (on_roce, on_ib) =
+                unsafe { (port_event(roce, 1, event), port_event(ib, 1, event)) };
+            assert_eq!(on_roce.err(), Some(EINVAL));
+            assert!(on_ib.is_ok());
+        }
+        for event in [
+            PortEvent::GidChange,
+            PortEvent::PkeyChange,
+            PortEvent::Active,
+        ] {
+            // SAFETY: As above.
+            let (on_roce, on_ib) =
+                unsafe { (port_event(roce, 1, event), port_event(ib, 1, event)) };
+            assert!(on_roce.is_ok());
+            assert!(on_ib.is_ok());
+        }
+        Ok(())
+    }
+
+    /// A driver with no callbacks, for the type of the fake device.
+    struct NoDriver;
+    struct Tabled;
+    impl crate::rdma::TableIndex for Tabled {
+        fn table_index(&self) -> u32 {
+            0
+        }
+    }
+    #[vtable]
+    impl Operations for NoDriver {
+        const DRIVER_ID: crate::rdma::DriverId = crate::rdma::DriverId::UNKNOWN;
+        const UVERBS_ABI_VERSION: u32 = 0;
+        type UserContext = ();
+        type Pd = ();
+        type Cq = Tabled;
+        type Qp = Tabled;
+        type Srq = Tabled;
+        type Ah = ();
+        type Mr = ();
     }
 }

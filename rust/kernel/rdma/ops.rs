@@ -7,7 +7,7 @@ use super::{
     attr::{DeviceAttr, FwVersion, GidAttr, PortAttr, PortImmutable},
     counters::CounterDesc,
     cq::{Cq, CqInitAttr, CqStorage},
-    device::Device,
+    device::{Device, RegisteredDevice},
     mr::{AccessFlags, Mr, MrKeys, MrType},
     objects::{Pd, PdStorage, UserContext, UserContextStorage, Vma},
     qp::{Qp, QpAttr, QpAttrMask, QpInitAttr, QpQuery, QpStorage},
@@ -122,10 +122,10 @@ pub trait Operations: Send + Sync + Sized + 'static {
     ///
     /// Without it the core reports the port's state itself (`IB_EVENT_PORT_ACTIVE` or
     /// `IB_EVENT_PORT_ERR` when the network device's state changes); with it, the driver reports
-    /// what it decides ([`Device::dispatch_port_event`]), and must not also report the same
-    /// events from a notifier of its own.
+    /// what it decides ([`RegisteredDevice::dispatch_port_event`]), and must not also report the
+    /// same events from a notifier of its own. The core calls it only on a registered device.
     fn report_port_event(
-        _dev: &Device<Self>,
+        _dev: &RegisteredDevice<Self>,
         _ndev: &net::device::Device,
         _event: net::notifier::Event,
     ) {

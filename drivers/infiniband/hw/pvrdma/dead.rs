@@ -74,7 +74,9 @@ impl HrTimerCallback for Flusher {
     fn run(this: ArcBorrow<'_, Self>, mut ctx: HrTimerCallbackContext<'_, Self>) -> HrTimerRestart {
         this.events.with_device(|dev| {
             if !this.reported.swap(true, Ordering::Relaxed) {
-                dev.dispatch_port_event(PORT, PortEvent::DeviceFatal);
+                // Never refused: `PORT` is the device's port, and the event is for every
+                // protocol.
+                let _ = dev.dispatch_port_event(PORT, PortEvent::DeviceFatal);
             }
             // The QP table is released before the CQ table is taken (their lock order is the
             // other way round).

@@ -106,17 +106,21 @@ impl AsyncEventIrq {
             pr_debug!("ignoring async event {} ({})\n", eqe.kind, eqe.info);
             return;
         };
-        // A device-wide event names no port; port events name theirs, which must exist.
+        // A device-wide event names no port (the core wants one of the device's all the same);
+        // port events name theirs. The core refuses a port the device does not have, and
+        // subnet management events on this RoCE port.
         let port = if ev == PortEvent::DeviceFatal {
             PORT
         } else {
             eqe.info
         };
-        if port != PORT {
-            dev_warn!(self.hw.dev(), "event on port {}\n", port);
-            return;
+        match self.events.dispatch_port_event(port, ev) {
+            Err(e) if e == EINVAL => {
+                dev_warn!(self.hw.dev(), "event {:?} on port {} refused\n", ev, port);
+            }
+            // `ENODEV`: not registered yet, or not any more; nobody to tell.
+            _ => {}
         }
-        self.events.dispatch_port_event(port, ev);
     }
 }
 

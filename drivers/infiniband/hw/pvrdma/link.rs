@@ -77,7 +77,8 @@ impl Notifier for LinkWatcher {
             }
             // Up and down come through the RDMA core (`report_port_event`); a reboot does not.
             Event::Reboot if self.is_ours(ndev) => {
-                self.events.dispatch_port_event(PORT, PortEvent::Error);
+                // `ENODEV` if the RDMA device is not registered: nobody to tell.
+                let _ = self.events.dispatch_port_event(PORT, PortEvent::Error);
             }
             _ => {}
         }
@@ -86,16 +87,26 @@ impl Notifier for LinkWatcher {
 
 /// The port's network device `ndev` had `event` (from the RDMA core): up lets the device leave
 /// its quiesced state and activates the port, down takes the port down (as the C driver does).
-pub(crate) fn report_port_event(dev: &rdma::Device<IbDev>, ndev: &NetDevice, event: Event) {
-    match event {
+pub(crate) fn report_port_event(
+    dev: &rdma::RegisteredDevice<IbDev>,
+    ndev: &NetDevice,
+    event: Event,
+) {
+    let port_event = match event {
         Event::Up => {
             if dev.hw.control(CTL_UNQUIESCE).is_err() {
                 dev_err!(dev.hw.dev(), "failed to activate device during link up\n");
-            } else {
-                dev.dispatch_port_event(PORT, PortEvent::Active);
+                return;
             }
+            PortEvent::Active
         }
-        Event::Down => dev.dispatch_port_event(PORT, PortEvent::Error),
-        _ => pr_debug!("{}: event {:?} of its network device\n", ndev.name(), event),
+        Event::Down => PortEvent::Error,
+        _ => {
+            pr_debug!("{}: event {:?} of its network device\n", ndev.name(), event);
+            return;
+        }
+    };
+    if let Err(e) = dev.dispatch_port_event(PORT, port_event) {
+        dev_warn!(dev.hw.dev(), "cannot report {:?}: {:?}\n", port_event, e);
     }
 }

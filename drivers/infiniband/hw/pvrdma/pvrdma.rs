@@ -76,7 +76,7 @@ kernel::pci_device_table!(
 /// holds when that has a vector of its own. Devres frees the interrupt vectors and unmaps the
 /// BARs after that.
 struct Pvrdma {
-    _link: Pin<KBox<net::notifier::Registration<LinkWatcher>>>,
+    _link: net::notifier::Registration<LinkWatcher>,
     _ib: Devres<rdma::Registration<IbDev>>,
     _interrupts: InterruptsEnabled,
     _cq_irq: Option<pci::IrqHandler<CqNotifyIrq>>,

@@ -56,7 +56,7 @@ impl rdma::Operations for IbDev {
     const DEVICE_GROUP: Option<&'static rdma::AttributeGroup<Self>> = Some(&SYSFS_ATTRS);
     const PORT_COUNTERS: &'static [rdma::CounterDesc] = stats::COUNTERS;
 
-    fn report_port_event(dev: &rdma::Device<Self>, ndev: &NetDevice, event: NetEvent) {
+    fn report_port_event(dev: &rdma::RegisteredDevice<Self>, ndev: &NetDevice, event: NetEvent) {
         link::report_port_event(dev, ndev, event)
     }
 

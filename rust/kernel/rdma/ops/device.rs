@@ -4,6 +4,7 @@
 
 use super::super::{
     attr::{DeviceAttr, FwVersion, GidAttr, PortAttr, PortImmutable},
+    device::RegisteredDevice,
     udata::UData,
 };
 use super::{Adapter, Operations};
@@ -186,9 +187,18 @@ impl<T: Operations> Adapter<T> {
         ndev: *mut bindings::net_device,
         event: crate::ffi::c_ulong,
     ) {
-        // SAFETY: The core's netdevice notifier passes a device of `T` it holds a reference to,
-        // and the network device of the event, valid for the duration of the call.
-        let (dev, ndev) = unsafe { (Self::dev(ib), net::device::Device::from_raw(ndev)) };
+        // SAFETY: The core's netdevice notifier passes a device of `T` and the network device of
+        // the event, valid for the duration of the call. It holds a reference to the device
+        // (`ib_device_get_by_netdev()`), which only a device that registration enabled, after it
+        // set the port data and GID tables up, gives; unregistration waits for it to be dropped,
+        // so the call returns before `ib_unregister_device()` does, after which the device is
+        // freed only once `ib_wq` is flushed (`Registration`'s drop, or `register`'s failure).
+        let (dev, ndev) = unsafe {
+            (
+                RegisteredDevice::from_raw(ib),
+                net::device::Device::from_raw(ndev),
+            )
+        };
         // `unsigned long` has at most 64 bits.
         T::report_port_event(dev, ndev, net::notifier::Event::from_raw(event as u64));
     }
