@@ -40,7 +40,7 @@ mod wr;
 pub use ah::{Ah, AhAttr};
 pub use attr::{device_cap, port_cap, DeviceAttr, FwVersion, GidAttr, PortAttr, PortImmutable};
 pub use counters::CounterDesc;
-pub use cq::{Cq, CqInitAttr, CQ_EVENT_ERR};
+pub use cq::{Cq, CqInitAttr, DestroyingCq, CQ_EVENT_ERR};
 pub use device::{
     Device, DeviceHandle, DeviceName, RegisteredDevice, Registration, UnregisteredDevice,
 };

@@ -48,6 +48,54 @@ core_object!(
     Cq, CqStorage, ib_cq, Cq, drop_data
 );
 
+/// A CQ being destroyed, as [`Operations::destroy_cq`] sees it: its data, without the means to
+/// notify its consumer that a live [`Cq`] has ([`Cq::complete`], [`Cq::complete_unsolicited`],
+/// [`Cq::dispatch_event`]).
+///
+/// `ib_free_cq()` stops the polling context of a kernel CQ from `ib_alloc_cq()` before the
+/// destroy callback runs (`cancel_work_sync()` of the work that a completion queues on an
+/// `IB_POLL_WORKQUEUE` CQ), and frees the CQ after it: a completion notified from the callback
+/// would queue that work again, on a CQ about to be freed. Nor does the driver have the CQ as a
+/// [`Cq`] anywhere else by then: it left the device's table ([`Device::with_cq`],
+/// [`Device::for_each_cq`]) before the core stopped the polling context, and resource tracking
+/// ([`Operations::fill_res_cq`]) before that.
+///
+/// [`Device::with_cq`]: super::Device::with_cq
+/// [`Device::for_each_cq`]: super::Device::for_each_cq
+///
+/// # Invariants
+///
+/// Wraps a [`Cq`] whose creation succeeded (or is being undone) and that is being destroyed: out
+/// of the device's table, its data initialised until the destroy callback returns.
+#[repr(transparent)]
+pub struct DestroyingCq<T: Operations>(Cq<T>);
+
+impl<T: Operations> DestroyingCq<T> {
+    /// # Safety
+    ///
+    /// `ptr` must be a CQ of driver `T` whose creation succeeded (its data is initialised), live
+    /// for `'a`, that is being destroyed (or its creation undone): out of the device's table.
+    pub(super) unsafe fn from_raw<'a>(ptr: *mut bindings::ib_cq) -> &'a Self {
+        // SAFETY: Transparent wrapper of `Cq<T>`, itself transparent over the C object; validity
+        // guaranteed by the caller.
+        unsafe { &*ptr.cast() }
+    }
+
+    /// The device the CQ belongs to.
+    pub fn device(&self) -> &super::Device<T> {
+        self.0.device()
+    }
+}
+
+impl<T: Operations> core::ops::Deref for DestroyingCq<T> {
+    type Target = T::Cq;
+
+    fn deref(&self) -> &T::Cq {
+        // The data, not the `Cq`: that would give back the methods this type leaves out.
+        &self.0
+    }
+}
+
 /// An asynchronous event about a CQ (C's `IB_EVENT_CQ_ERR`).
 pub const CQ_EVENT_ERR: u32 = bindings::ib_event_type_IB_EVENT_CQ_ERR;
 
@@ -141,5 +189,104 @@ impl<T: Operations> Cq<T> {
                 |e| e.cq = cq,
             )
         }
+    }
+}
+
+#[cfg(CONFIG_RUST_INFINIBAND_KUNIT_TEST)]
+#[macros::kunit_tests(rust_rdma_cq)]
+mod tests {
+    use super::*;
+    use crate::{
+        prelude::*,
+        rdma::{Device, DriverId, TableIndex},
+    };
+
+    /// A driver with no callbacks: the test looks at the types its callbacks receive.
+    struct NoDriver;
+
+    /// The data of its objects.
+    struct Data;
+
+    impl TableIndex for Data {
+        fn table_index(&self) -> u32 {
+            0
+        }
+    }
+
+    #[vtable]
+    impl Operations for NoDriver {
+        const DRIVER_ID: DriverId = DriverId::UNKNOWN;
+        const UVERBS_ABI_VERSION: u32 = 0;
+        type UserContext = ();
+        type Pd = ();
+        type Cq = Data;
+        type Qp = Data;
+        type Srq = Data;
+        type Ah = ();
+        type Mr = ();
+    }
+
+    /// What a call resolves to when the object has no method of that name (nor anything it
+    /// dereferences to): a method of [`Fallback`], which every type has, and which a type's own
+    /// methods take precedence over.
+    struct NoSuchMethod;
+
+    trait Fallback {
+        fn complete(&self) -> NoSuchMethod {
+            NoSuchMethod
+        }
+
+        fn complete_unsolicited(&self) -> NoSuchMethod {
+            NoSuchMethod
+        }
+
+        fn dispatch_event(&self, _event: u32) -> NoSuchMethod {
+            NoSuchMethod
+        }
+    }
+
+    impl<X: ?Sized> Fallback for X {}
+
+    /// Whether a call's result is that of a method of the object.
+    trait Found {
+        const FOUND: bool;
+    }
+
+    impl Found for NoSuchMethod {
+        const FOUND: bool = false;
+    }
+
+    impl Found for bool {
+        const FOUND: bool = true;
+    }
+
+    impl Found for () {
+        const FOUND: bool = true;
+    }
+
+    /// Whether `call`, made on the CQ that the destroy callback `destroy` receives, calls a
+    /// method of that CQ. `destroy` is looked at for its type only, never called.
+    fn found_in_destroy<A, R: Found>(
+        _destroy: impl Fn(&Device<NoDriver>, &A),
+        _call: impl FnOnce(&A) -> R,
+    ) -> bool {
+        R::FOUND
+    }
+
+    /// The CQ that `destroy_cq` gets cannot notify its consumer: `ib_free_cq()` has stopped the
+    /// CQ's polling context before it, and a completion would queue the CQ's work again on a CQ
+    /// the core frees right after. The same calls on a live CQ are found, which shows that the
+    /// test sees the methods.
+    #[test]
+    fn destroy_cq_cannot_notify() {
+        let destroy = <NoDriver as Operations>::destroy_cq;
+        assert!(!found_in_destroy(destroy, |cq| cq.complete()));
+        assert!(!found_in_destroy(destroy, |cq| cq.complete_unsolicited()));
+        assert!(!found_in_destroy(destroy, |cq| cq.dispatch_event(CQ_EVENT_ERR)));
+
+        let live = |_: &Device<NoDriver>, _: &Cq<NoDriver>| ();
+        assert!(found_in_destroy(live, |cq| cq.complete()));
+        assert!(found_in_destroy(live, |cq| cq.complete_unsolicited()));
+        assert!(found_in_destroy(live, |cq| cq.dispatch_event(CQ_EVENT_ERR)));
     }
 }

@@ -6,7 +6,7 @@ use super::{
     ah::{AhAttr, AhStorage},
     attr::{DeviceAttr, FwVersion, GidAttr, PortAttr, PortImmutable},
     counters::CounterDesc,
-    cq::{Cq, CqInitAttr, CqStorage},
+    cq::{Cq, CqInitAttr, CqStorage, DestroyingCq},
     device::{Device, RegisteredDevice},
     mr::{AccessFlags, Mr, MrKeys, MrType},
     objects::{Pd, PdStorage, UserContext, UserContextStorage, Vma},
@@ -250,7 +250,11 @@ pub trait Operations: Send + Sync + Sized + 'static {
 
     /// Destroys a CQ. The core ensures no QP uses it any more, and no handle reaches it (it left
     /// the device's table). Its data is dropped in place when this returns.
-    fn destroy_cq(_dev: &Device<Self>, _cq: &Cq<Self>) {
+    ///
+    /// The CQ comes as a [`DestroyingCq`], which cannot notify its consumer: for a kernel CQ,
+    /// `ib_free_cq()` has stopped the consumer's polling context by now and frees the CQ after
+    /// this.
+    fn destroy_cq(_dev: &Device<Self>, _cq: &DestroyingCq<Self>) {
         crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 

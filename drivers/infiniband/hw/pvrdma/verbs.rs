@@ -190,7 +190,7 @@ impl rdma::Operations for IbDev {
         Cq::new(dev, attr, Some((ctx, udata, buffer)))
     }
 
-    fn destroy_cq(dev: &rdma::Device<Self>, cq: &rdma::Cq<Self>) {
+    fn destroy_cq(dev: &rdma::Device<Self>, cq: &rdma::DestroyingCq<Self>) {
         cq.destroy(dev)
     }
 

@@ -3,7 +3,7 @@
 //! Trampolines of completion queues.
 
 use super::super::{
-    cq::{Cq, CqInitAttr, CqStorage},
+    cq::{Cq, CqInitAttr, CqStorage, DestroyingCq},
     device::Device,
     umem::UserCqBuffer,
 };
@@ -12,7 +12,16 @@ use super::{Adapter, Operations};
 use crate::{bindings, error::from_result, ffi::c_int, prelude::*};
 use core::ptr::NonNull;
 
-tabled_kind!(CqKind, ib_cq, Cq, CqStorage, Cq, cq, destroy_cq);
+tabled_kind!(
+    CqKind,
+    ib_cq,
+    Cq,
+    CqStorage,
+    Cq,
+    cq,
+    destroy_cq,
+    DestroyingCq
+);
 
 impl<T: Operations> Adapter<T> {
     /// Creates the data of CQ `ibcq` with `create` (the kernel's or a user's), enters it in the
@@ -119,7 +128,8 @@ impl<T: Operations> Adapter<T> {
     /// The CQ leaves the device's table here, before the core stops its polling context
     /// (`cancel_work_sync()`, `irq_poll_disable()`) and frees it: a notification from the device
     /// after that (a stale one, or a device declared dead completing its work) no longer finds
-    /// it, so it cannot queue the CQ's work again on a CQ about to be freed.
+    /// it, so it cannot queue the CQ's work again on a CQ about to be freed. Nor can the driver's
+    /// destroy callback, which runs after (`post_destroy_cq`): it gets a [`DestroyingCq`].
     ///
     /// # Safety
     ///

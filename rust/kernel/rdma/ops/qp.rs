@@ -10,7 +10,7 @@ use super::tabled::tabled_kind;
 use super::{Adapter, Operations};
 use crate::{bindings, error::from_result, ffi::c_int, prelude::*};
 
-tabled_kind!(QpKind, ib_qp, Qp, QpStorage, Qp, qp, destroy_qp);
+tabled_kind!(QpKind, ib_qp, Qp, QpStorage, Qp, qp, destroy_qp, Qp);
 
 impl<T: Operations> Adapter<T> {
     /// The C callback.

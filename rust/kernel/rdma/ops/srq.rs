@@ -10,7 +10,7 @@ use super::tabled::tabled_kind;
 use super::{Adapter, Operations};
 use crate::{bindings, error::from_result, ffi::c_int};
 
-tabled_kind!(SrqKind, ib_srq, Srq, SrqStorage, Srq, srq, destroy_srq);
+tabled_kind!(SrqKind, ib_srq, Srq, SrqStorage, Srq, srq, destroy_srq, Srq);
 
 impl<T: Operations> Adapter<T> {
     /// The C callback.

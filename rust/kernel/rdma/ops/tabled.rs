@@ -48,11 +48,14 @@ pub(super) trait Tabled<T: Operations> {
     ///
     /// # Safety
     ///
-    /// `raw` must be a live object of this kind whose data is initialised.
+    /// `raw` must be a live object of this kind whose data is initialised, being destroyed (or
+    /// its creation undone): out of the device's table, once.
     unsafe fn destroy(dev: &Device<T>, raw: *mut Self::Raw);
 }
 
-/// Defines the [`Tabled`] kind `$kind` over storage `$storage` and wrapper `$wrapper`.
+/// Defines the [`Tabled`] kind `$kind` over storage `$storage` and wrapper `$wrapper`; the
+/// driver's destroy callback `$destroy` sees the object as `$destroyed` (the wrapper itself, or a
+/// view of it without what must not be used while the object is destroyed).
 macro_rules! tabled_kind {
     (
         $kind:ident,
@@ -61,7 +64,8 @@ macro_rules! tabled_kind {
         $storage:ident,
         $wrapper:ident,
         $table:ident,
-        $destroy:ident
+        $destroy:ident,
+        $destroyed:ident
     ) => {
         /// The tabled kind of the same name.
         pub(super) struct $kind<T>(::core::marker::PhantomData<T>);
@@ -97,8 +101,8 @@ macro_rules! tabled_kind {
             }
 
             unsafe fn destroy(dev: &$crate::rdma::Device<T>, raw: *mut $crate::bindings::$raw) {
-                // SAFETY: Guaranteed by the caller: live, data initialised.
-                T::$destroy(dev, unsafe { $wrapper::<T>::from_raw(raw) })
+                // SAFETY: Guaranteed by the caller: live, data initialised, being destroyed.
+                T::$destroy(dev, unsafe { $destroyed::<T>::from_raw(raw) })
             }
         }
     };
