@@ -271,13 +271,18 @@ pub struct UnregisteredDevice<'a, T: Operations> {
 unsafe impl<T: Operations> Send for UnregisteredDevice<'_, T> {}
 
 impl<'a, T: Operations> UnregisteredDevice<'a, T> {
-    /// Allocates a device whose parent is `parent`, and initialises its data with `init`.
+    /// Allocates a device with `ports` physical ports (numbered from 1) whose parent is
+    /// `parent`, and initialises its data with `init`.
     ///
-    /// `module` owns the operations: while user space has the device open, it cannot be
-    /// unloaded.
+    /// The module that implements `T` (`T::OwnerModule`, which `#[vtable]` sets) owns the
+    /// operations: while user space has the device open, it cannot be unloaded.
+    ///
+    /// The port count is fixed here, before anything can size the core's per-port data by it
+    /// (`set_netdev` allocates that data for the ports the device has then, and registration
+    /// sets up each port the device has at that time, in the same array).
     pub fn new(
-        module: &'static ThisModule,
         parent: &'a device::Device<Bound>,
+        ports: u32,
         init: impl PinInit<T, Error>,
     ) -> Result<Self> {
         const {
@@ -322,12 +327,14 @@ impl<'a, T: Operations> UnregisteredDevice<'a, T> {
             }
             return Err(e);
         }
-        let ops = build_ops::<T>(module);
+        let ops = build_ops::<T>();
         // SAFETY: `raw` is a valid, unregistered device; `ib_set_device_ops` copies the table.
-        // Setting the parent before registration is what C drivers do too.
+        // Setting the parent before registration is what C drivers do too, and so is the port
+        // count, which no port data depends on yet.
         unsafe {
             bindings::ib_set_device_ops(raw, &ops);
             (*raw).__bindgen_anon_1.dev.parent = parent.as_raw();
+            (*raw).phys_port_cnt = ports;
         }
         // INVARIANT: Allocated with room for `DeviceStorage<T>`, data initialised, operations
         // installed, not registered.
@@ -349,12 +356,6 @@ impl<'a, T: Operations> UnregisteredDevice<'a, T> {
     pub fn set_node_guid(&mut self, guid_be: u64) {
         // SAFETY: The device is valid and not registered, so nobody else reads the field yet.
         unsafe { (*self.raw()).node_guid = guid_be };
-    }
-
-    /// Sets the number of physical ports (ports are numbered from 1).
-    pub fn set_phys_port_cnt(&mut self, count: u32) {
-        // SAFETY: As in `set_node_guid`.
-        unsafe { (*self.raw()).phys_port_cnt = count };
     }
 
     /// Sets the number of completion vectors.

@@ -24,6 +24,7 @@ use super::{
 use crate::{
     bindings,
     error::{Result, VTABLE_DEFAULT_ERROR},
+    module::this_module,
     net,
     prelude::*,
 };
@@ -444,10 +445,11 @@ pub trait Operations: Send + Sync + Sized + 'static {
     }
 }
 
-/// The operations table of driver `T`, for `ib_set_device_ops()`, with `owner` set to `module`.
-pub(super) fn build_ops<T: Operations>(module: &'static ThisModule) -> bindings::ib_device_ops {
+/// The operations table of driver `T`, for `ib_set_device_ops()`, owned by the module that
+/// implements `T` (`T::OwnerModule`, which `#[vtable]` sets).
+pub(super) fn build_ops<T: Operations>() -> bindings::ib_device_ops {
     let mut ops = Adapter::<T>::OPS;
-    ops.owner = module.as_ptr();
+    ops.owner = this_module::<T::OwnerModule>().as_ptr();
     if let Some(group) = T::DEVICE_GROUP {
         ops.device_group = group.as_raw();
     }

@@ -191,13 +191,9 @@ impl Pvrdma {
             return Err(EFAULT);
         }
 
-        let mut ibdev = rdma::UnregisteredDevice::new(
-            &<LocalModule as kernel::ModuleMetadata>::THIS_MODULE,
-            pdev.as_ref(),
-            IbDev::new(hw.clone(), caps)?,
-        )?;
+        let mut ibdev =
+            rdma::UnregisteredDevice::new(pdev.as_ref(), PORT, IbDev::new(hw.clone(), caps)?)?;
         ibdev.set_node_guid(caps.node_guid);
-        ibdev.set_phys_port_cnt(PORT);
         ibdev.set_num_comp_vectors(1);
         ibdev.set_node_type_ca();
         ibdev.set_netdev(PORT, &netdev)?;
