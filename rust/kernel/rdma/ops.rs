@@ -335,7 +335,9 @@ pub trait Operations: Send + Sync + Sized + 'static {
     }
 
     /// Creates an SRQ on `pd` of kind `srq_type`; writes the sizes given into `attr`. Returns the
-    /// initialiser of its data (see [`Operations::create_cq`]).
+    /// initialiser of its data (see [`Operations::create_cq`]). Only user SRQs reach it: a kernel
+    /// SRQ is refused with `EOPNOTSUPP` (its consumer would post through `post_srq_recv`, which
+    /// the abstractions do not offer).
     fn create_srq(
         _dev: &Device<Self>,
         _pd: &Pd<Self>,
@@ -448,12 +450,26 @@ pub trait Operations: Send + Sync + Sized + 'static {
 /// The operations table of driver `T`, for `ib_set_device_ops()`, owned by the module that
 /// implements `T` (`T::OwnerModule`, which `#[vtable]` sets).
 pub(super) fn build_ops<T: Operations>() -> bindings::ib_device_ops {
+    const { assert!(pairs_complete::<T>(), "an RDMA driver creates objects it cannot destroy") };
     let mut ops = Adapter::<T>::OPS;
     ops.owner = this_module::<T::OwnerModule>().as_ptr();
     if let Some(group) = T::DEVICE_GROUP {
         ops.device_group = group.as_raw();
     }
     ops
+}
+
+/// Whether driver `T` implements the callback that ends each kind of object it can create.
+///
+/// The core calls the destroy callback of an object it created without checking that there is
+/// one (`rdma_destroy_ah_user()`, `ib_destroy_srq_user()`, a context's `dealloc_ucontext`), and
+/// registration checks only the callbacks every driver must have: a driver with `create_ah` and
+/// no `destroy_ah` would make the core call NULL.
+const fn pairs_complete<T: Operations>() -> bool {
+    T::HAS_CREATE_AH == T::HAS_DESTROY_AH
+        && T::HAS_CREATE_SRQ == T::HAS_DESTROY_SRQ
+        && T::HAS_ALLOC_UCONTEXT == T::HAS_DEALLOC_UCONTEXT
+        && (!T::HAS_CREATE_USER_CQ || T::HAS_DESTROY_CQ)
 }
 
 /// Sets `ops.$op` to the trampoline of each `$op` the driver implements (`T::HAS_$OP`).

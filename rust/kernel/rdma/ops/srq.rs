@@ -8,7 +8,7 @@ use super::super::{
 };
 use super::tabled::tabled_kind;
 use super::{Adapter, Operations};
-use crate::{bindings, error::from_result, ffi::c_int};
+use crate::{bindings, error::from_result, ffi::c_int, prelude::*};
 
 tabled_kind!(SrqKind, ib_srq, Srq, SrqStorage, Srq, srq, destroy_srq, Srq);
 
@@ -24,6 +24,12 @@ impl<T: Operations> Adapter<T> {
         udata: *mut bindings::ib_udata,
     ) -> c_int {
         from_result(|| {
+            // A kernel consumer posts to its SRQ through `post_srq_recv`, which the abstractions
+            // do not offer: the core would call NULL. Kernel SRQs are refused, as `vmw_pvrdma`
+            // refuses them.
+            if udata.is_null() {
+                return Err(EOPNOTSUPP);
+            }
             // SAFETY: The core passes an SRQ it allocated with `size_ib_srq` bytes for one of
             // `T`'s devices, with its PD set, valid attributes and a udata that is NULL for
             // kernel callers.
