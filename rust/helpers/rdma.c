@@ -26,7 +26,7 @@ __rust_helper struct ib_device *rust_helper_rdma_device_to_ibdev(struct device *
 }
 
 __rust_helper bool rust_helper_rdma_is_port_valid(const struct ib_device *device,
-						 unsigned int port)
+						  unsigned int port)
 {
 	return rdma_is_port_valid(device, port);
 }

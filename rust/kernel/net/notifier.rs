@@ -96,7 +96,7 @@ pub trait Notifier: Send + Sync + 'static {
 ///
 /// # Invariants
 ///
-/// `block.nb` is registered, with its `notifier_call` set to [`Block::callback`], from the end of
+/// `block.nb` is registered, with its `notifier_call` set to `Block::callback`, from the end of
 /// `register` until `drop`: a registration that failed leaves no `Registration`, only a block
 /// that is freed without being unregistered.
 pub struct Registration<T: Notifier> {

@@ -450,7 +450,12 @@ pub trait Operations: Send + Sync + Sized + 'static {
 /// The operations table of driver `T`, for `ib_set_device_ops()`, owned by the module that
 /// implements `T` (`T::OwnerModule`, which `#[vtable]` sets).
 pub(super) fn build_ops<T: Operations>() -> bindings::ib_device_ops {
-    const { assert!(pairs_complete::<T>(), "an RDMA driver creates objects it cannot destroy") };
+    const {
+        assert!(
+            pairs_complete::<T>(),
+            "an RDMA driver creates objects it cannot destroy"
+        )
+    };
     let mut ops = Adapter::<T>::OPS;
     ops.owner = this_module::<T::OwnerModule>().as_ptr();
     if let Some(group) = T::DEVICE_GROUP {

@@ -34,7 +34,7 @@ pub type ShowFn<T> = fn(&Device<T>, &mut SysfsBuf<'_>) -> core::fmt::Result;
 /// # Invariants
 ///
 /// `attr` is the first field, so a pointer to it is a pointer to the whole value; its `show`
-/// callback is [`DeviceAttribute::show_callback`].
+/// callback is `DeviceAttribute::show_callback`.
 #[repr(C)]
 pub struct DeviceAttribute<T: Operations> {
     attr: Opaque<bindings::device_attribute>,
