@@ -66,7 +66,7 @@ impl Device {
     ///
     /// The name may change while the device is up; the returned string is a copy, made under
     /// the rename seqlock (C's `netdev_copy_name()`), so it is a whole name, the old or the new.
-    /// Callable in any context.
+    /// Not from hard interrupt context: a rename holds the seqlock with bottom halves off only.
     // Not inlined into modules: `netdev_copy_name()` is not exported.
     #[inline(never)]
     pub fn name(&self) -> NameBuf {

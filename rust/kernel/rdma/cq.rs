@@ -284,6 +284,12 @@ mod tests {
         assert!(!found_in_destroy(destroy, |cq| cq.complete_unsolicited()));
         assert!(!found_in_destroy(destroy, |cq| cq.dispatch_event(CQ_EVENT_ERR)));
 
+        // The fallbacks are found before any `Deref`: the view must not dereference to a `Cq`
+        // either (whose methods a call through `*` would reach), only to the driver's data (a
+        // build error otherwise).
+        fn derefs_to<D: core::ops::Deref<Target = X>, X: ?Sized>() {}
+        derefs_to::<DestroyingCq<NoDriver>, <NoDriver as Operations>::Cq>();
+
         let live = |_: &Device<NoDriver>, _: &Cq<NoDriver>| ();
         assert!(found_in_destroy(live, |cq| cq.complete()));
         assert!(found_in_destroy(live, |cq| cq.complete_unsolicited()));

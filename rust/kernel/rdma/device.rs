@@ -291,6 +291,11 @@ impl<'a, T: Operations> UnregisteredDevice<'a, T> {
                 "the ib_device must come first"
             )
         };
+        // The core warns of a device without ports at registration, and numbers ports in `u8`s
+        // in places (MADs, the CM).
+        if ports == 0 || ports > u32::from(u8::MAX) {
+            return Err(EINVAL);
+        }
         // SAFETY: The size covers a whole `struct ib_device`; the result is NULL or a zeroed,
         // initialised device of that size.
         let raw = unsafe {

@@ -164,9 +164,11 @@ pub mod network_type {
 ///
 /// # Invariants
 ///
-/// `wc` points to `cap` writable `struct ib_wc`; `len <= cap` of them are filled.
+/// `wc` points to `cap` writable `struct ib_wc`; `len <= cap` of them are filled. `cq` is the
+/// CQ being polled (compared, never dereferenced).
 pub struct WcSink<'a, T: Operations> {
     dev: &'a Device<T>,
+    cq: *const bindings::ib_cq,
     wc: *mut bindings::ib_wc,
     cap: usize,
     len: usize,
@@ -174,12 +176,20 @@ pub struct WcSink<'a, T: Operations> {
 }
 
 impl<'a, T: Operations> WcSink<'a, T> {
+    /// A sink for the completions of `cq`, polled into `wc`.
+    ///
     /// # Safety
     ///
     /// `wc` must be valid for writing `cap` entries for `'a`.
-    pub(super) unsafe fn new(dev: &'a Device<T>, wc: *mut bindings::ib_wc, cap: usize) -> Self {
+    pub(super) unsafe fn new(
+        dev: &'a Device<T>,
+        cq: *const bindings::ib_cq,
+        wc: *mut bindings::ib_wc,
+        cap: usize,
+    ) -> Self {
         Self {
             dev,
+            cq,
             wc,
             cap,
             len: 0,
@@ -228,7 +238,8 @@ impl<'a, T: Operations> WcSink<'a, T> {
     /// dead completes nothing, so its driver flushes the outstanding work. Returns `false`,
     /// writing nothing, if there is no room, `qp` belongs to another device, or `wc`'s [`WrId`]
     /// was not posted to `qp` (to another QP, or to a QP destroyed since, perhaps at the same
-    /// address or handle: the consumer of `qp` would take it for one of its own pointers).
+    /// address or handle: the consumer of `qp` would take it for one of its own pointers) or to a
+    /// queue of `qp` that completes on another CQ than the one being polled.
     ///
     /// A refused completion's [`WrId`] is dropped: its request never completes, and its
     /// consumer waits for it (a driver bug, warned of once; nothing reaches a consumer).
@@ -239,7 +250,7 @@ impl<'a, T: Operations> WcSink<'a, T> {
     }
 
     /// Fills the next entry with `wc` as a completion of `qp`; `false` if there is no room or
-    /// `wc`'s ID was not posted to `qp`.
+    /// `wc`'s ID was not posted to `qp`, to a queue that completes on the CQ being polled.
     fn write(&mut self, qp: &Qp<T>, wc: WorkCompletion) -> bool {
         if !self.has_room() {
             return false;
@@ -249,6 +260,24 @@ impl<'a, T: Operations> WcSink<'a, T> {
         if wc.wr_id.qp() != qp.serial() {
             crate::pr_warn_once!(
                 "rdma: a driver completed a work request on another QP: dropped\n"
+            );
+            return false;
+        }
+        // A consumer's handler takes the CQ's context for its own (SRP's reads `cq_context`): a
+        // completion goes only to the CQ its queue completes on.
+        // SAFETY: `qp` is live (type invariant of `Qp`): its CQ pointers, which the core sets
+        // before `create_qp` and does not change while the QP lives, may be read.
+        let queue_cq = unsafe {
+            let raw = qp.as_raw();
+            if wc.wr_id.is_recv() {
+                (*raw).recv_cq
+            } else {
+                (*raw).send_cq
+            }
+        };
+        if !core::ptr::eq(queue_cq.cast_const(), self.cq) {
+            crate::pr_warn_once!(
+                "rdma: a driver completed a work request on a CQ its queue does not use: dropped\n"
             );
             return false;
         }

@@ -22,18 +22,20 @@ use core::{cell::Cell, marker::PhantomData};
 /// trampoline tells the consumer that exactly the requests whose IDs were taken were posted,
 /// whatever the driver returns. It is neither `Copy` nor `Clone`: safe code can neither make one
 /// up nor report one request twice. It carries the serial of its QP, which no other QP ever
-/// has: [`WcSink`](super::WcSink) refuses it as a completion of any other QP, including one
-/// created after its QP was destroyed.
+/// has, and the queue it was posted to: [`WcSink`](super::WcSink) refuses it as a completion of
+/// any other QP, including one created after its QP was destroyed, and on any CQ but the one
+/// that queue completes on.
 ///
 /// # Invariants
 ///
 /// `raw` is the `wr_id` of a work request as a consumer posted it to this driver's QP whose
-/// serial is `qp`, and the consumer was told that request was posted; each posting of a request
-/// yields one `WrId`.
+/// serial is `qp`, to its receive queue if `recv` (else its send queue), and the consumer was
+/// told that request was posted; each posting of a request yields one `WrId`.
 #[derive(Debug)]
 pub struct WrId {
     raw: u64,
     qp: QpSerial,
+    recv: bool,
 }
 
 impl WrId {
@@ -45,6 +47,11 @@ impl WrId {
     /// The serial of the QP the request was posted to.
     pub(super) fn qp(&self) -> QpSerial {
         self.qp
+    }
+
+    /// Whether the request was posted to the QP's receive queue (else its send queue).
+    pub(super) fn is_recv(&self) -> bool {
+        self.recv
     }
 }
 
@@ -257,6 +264,7 @@ impl<'a, T: Operations> SendWr<'a, T> {
             // SAFETY: Both union members are 64-bit values; reading the integer is always valid.
             raw: unsafe { self.raw.__bindgen_anon_1.wr_id },
             qp: self.qp,
+            recv: false,
         }
     }
 
@@ -450,6 +458,7 @@ impl<'a> RecvWr<'a> {
             // SAFETY: Both union members are 64-bit values.
             raw: unsafe { self.raw.__bindgen_anon_1.wr_id },
             qp: self.qp,
+            recv: true,
         }
     }
 

@@ -134,14 +134,46 @@ mod tests {
 
     type FakeQpMemory = KBox<MaybeUninit<QpStorage<FakeDriver>>>;
 
-    /// The memory of a QP of `dev`, as the core allocates it (zeroed, the size the operations
-    /// table gives), and its C object.
-    fn qp_memory(dev: &Device<FakeDriver>) -> Result<(FakeQpMemory, *mut bindings::ib_qp)> {
+    /// The CQs of the fake QPs: their addresses only are used (compared by the sink, never
+    /// dereferenced).
+    struct FakeCqs {
+        send: KBox<u8>,
+        recv: KBox<u8>,
+    }
+
+    impl FakeCqs {
+        fn new() -> Result<Self> {
+            Ok(Self {
+                send: KBox::new(0, GFP_KERNEL)?,
+                recv: KBox::new(0, GFP_KERNEL)?,
+            })
+        }
+
+        fn send(&self) -> *mut bindings::ib_cq {
+            core::ptr::from_ref::<u8>(&self.send).cast_mut().cast()
+        }
+
+        fn recv(&self) -> *mut bindings::ib_cq {
+            core::ptr::from_ref::<u8>(&self.recv).cast_mut().cast()
+        }
+    }
+
+    /// The memory of a QP of `dev` whose queues complete on `cqs`, as the core allocates it
+    /// (zeroed, the size the operations table gives, the CQs set before `create_qp`), and its C
+    /// object.
+    fn qp_memory(
+        dev: &Device<FakeDriver>,
+        cqs: &FakeCqs,
+    ) -> Result<(FakeQpMemory, *mut bindings::ib_qp)> {
         let mut mem = KBox::<QpStorage<FakeDriver>>::new_uninit(GFP_KERNEL | __GFP_ZERO)?;
         // The C object is the storage's first field.
         let raw = mem.as_mut_ptr().cast::<bindings::ib_qp>();
         // SAFETY: `raw` is the zeroed `ib_qp` at the head of the allocation, valid for writes.
-        unsafe { (*raw).device = dev.as_raw() };
+        unsafe {
+            (*raw).device = dev.as_raw();
+            (*raw).send_cq = cqs.send();
+            (*raw).recv_cq = cqs.recv();
+        }
         Ok((mem, raw))
     }
 
@@ -225,7 +257,8 @@ mod tests {
     fn bad_wr_follows_the_ids_taken() -> Result {
         let dev_storage = DeviceStorage::new_for_test(FakeDriver)?;
         let dev = dev_storage.test_device();
-        let (_mem, raw) = qp_memory(dev)?;
+        let cqs = FakeCqs::new()?;
+        let (_mem, raw) = qp_memory(dev, &cqs)?;
         // SAFETY: Fresh memory; the QP is used while `_mem` lives.
         let qp = unsafe { create(raw) };
         let chain = Chain::<3>::new()?;
@@ -250,8 +283,8 @@ mod tests {
         });
         assert_eq!((errno, bad), (ENOMEM.to_errno(), chain.at(1)));
 
-        // A request dropped with its ID ends the iteration: the third cannot be taken past the
-        // second, which is the one that failed.
+        // A request dropped without its ID taken ends the iteration: the third cannot be taken
+        // past the second, which is the one that failed.
         let (errno, bad) = chain.post(qp, |mut wrs| {
             let first = wrs.next().ok_or(EINVAL)?;
             held.push(first.into_wr_id(), GFP_ATOMIC)?;
@@ -302,14 +335,15 @@ mod tests {
     fn id_of_another_qp_refused() -> Result {
         let dev_storage = DeviceStorage::new_for_test(FakeDriver)?;
         let dev = dev_storage.test_device();
-        let (_mem_a, raw_a) = qp_memory(dev)?;
-        let (_mem_b, raw_b) = qp_memory(dev)?;
+        let cqs = FakeCqs::new()?;
+        let (_mem_a, raw_a) = qp_memory(dev, &cqs)?;
+        let (_mem_b, raw_b) = qp_memory(dev, &cqs)?;
         // SAFETY: Fresh memory; the QPs are used while their memory lives.
         let (qp_a, qp_b) = unsafe { (create(raw_a), create(raw_b)) };
         let chain = Chain::<3>::new()?;
         let mut wcs = KBox::<[bindings::ib_wc; 2]>::new_uninit(GFP_KERNEL)?;
         // SAFETY: `wcs` holds two entries, valid for writes while the sink lives.
-        let mut sink = unsafe { WcSink::new(dev, wcs.as_mut_ptr().cast(), 2) };
+        let mut sink = unsafe { WcSink::new(dev, cqs.recv(), wcs.as_mut_ptr().cast(), 2) };
 
         assert!(!sink.push_for(qp_b, completion(take_id(&chain, qp_a)?)));
         assert!(sink.is_empty());
@@ -332,7 +366,8 @@ mod tests {
     fn id_of_a_destroyed_qp_refused() -> Result {
         let dev_storage = DeviceStorage::new_for_test(FakeDriver)?;
         let dev = dev_storage.test_device();
-        let (_mem, raw) = qp_memory(dev)?;
+        let cqs = FakeCqs::new()?;
+        let (_mem, raw) = qp_memory(dev, &cqs)?;
         let chain = Chain::<3>::new()?;
         // SAFETY: Fresh memory; the QP is used until destroyed below.
         let old = unsafe { create(raw) };
@@ -343,11 +378,37 @@ mod tests {
         let new = unsafe { create(raw) };
         let mut wcs = KBox::<[bindings::ib_wc; 2]>::new_uninit(GFP_KERNEL)?;
         // SAFETY: `wcs` holds two entries, valid for writes while the sink lives.
-        let mut sink = unsafe { WcSink::new(dev, wcs.as_mut_ptr().cast(), 2) };
+        let mut sink = unsafe { WcSink::new(dev, cqs.recv(), wcs.as_mut_ptr().cast(), 2) };
 
         assert!(!sink.push_for(new, completion(kept)));
         assert!(sink.is_empty());
         assert!(sink.push_for(new, completion(take_id(&chain, new)?)));
+
+        // SAFETY: Created above, no longer used.
+        unsafe { destroy(raw) };
+        Ok(())
+    }
+
+    /// A receive's ID is refused on the CQ of its QP's send queue (the consumer's handler would
+    /// take that CQ's context for its own), and accepted on its receive CQ. Before, a completion
+    /// was written on whatever CQ was polled.
+    #[test]
+    fn id_on_another_cq_refused() -> Result {
+        let dev_storage = DeviceStorage::new_for_test(FakeDriver)?;
+        let dev = dev_storage.test_device();
+        let cqs = FakeCqs::new()?;
+        let (_mem, raw) = qp_memory(dev, &cqs)?;
+        // SAFETY: Fresh memory; the QP is used while `_mem` lives.
+        let qp = unsafe { create(raw) };
+        let chain = Chain::<3>::new()?;
+        let mut wcs = KBox::<[bindings::ib_wc; 2]>::new_uninit(GFP_KERNEL)?;
+        // SAFETY: `wcs` holds two entries, valid for writes while the sink lives.
+        let mut on_send_cq = unsafe { WcSink::new(dev, cqs.send(), wcs.as_mut_ptr().cast(), 2) };
+        assert!(!on_send_cq.push_for(qp, completion(take_id(&chain, qp)?)));
+        assert!(on_send_cq.is_empty());
+        // SAFETY: As above; the first sink is no longer used.
+        let mut on_recv_cq = unsafe { WcSink::new(dev, cqs.recv(), wcs.as_mut_ptr().cast(), 2) };
+        assert!(on_recv_cq.push_for(qp, completion(take_id(&chain, qp)?)));
 
         // SAFETY: Created above, no longer used.
         unsafe { destroy(raw) };
