@@ -249,11 +249,34 @@ static void mark(const char *verb, const char *what)
     }
 }
 
-static void take(struct snapshot *s)
+/*
+ * The core keeps a port's hardware counters for 10 ms after a read
+ * (RDMA_HW_STATS_DEFAULT_LIFESPAN): a phase shorter than that (64
+ * dealloc_pd on a quick host) would read the value cached at its start and
+ * count no command. So the counter is read only after the cache has gone
+ * stale, and the wait stays outside the phase's perf counters (a sleep is a
+ * context switch).
+ */
+static void wait_counter_stale(void)
 {
+    if (commands_path[0])
+        usleep(25 * 1000);
+}
+
+static void take_before(struct snapshot *s)
+{
+    wait_counter_stale();
     read_interrupts(s->irq);
     s->commands = read_commands(s->irq);
     read_counters(s->counters);
+}
+
+static void take_after(struct snapshot *s)
+{
+    read_counters(s->counters);
+    wait_counter_stale();
+    read_interrupts(s->irq);
+    s->commands = read_commands(s->irq);
 }
 
 static void report(const char *verb, int n, const struct snapshot *a, const struct snapshot *b)
@@ -291,7 +314,7 @@ static double now_us(void)
         if (timed_round)                                                                    \
             t0_ = now_us();                                                                 \
         else                                                                                \
-            take(&before_);                                                                 \
+            take_before(&before_);                                                          \
         mark(verb, "begin");                                                                \
         for (int i = 0; i < n; i++) {                                                       \
             stmt;                                                                           \
@@ -301,7 +324,7 @@ static double now_us(void)
             printf("time: %s round %d n %d us %.1f\n", verb, timed_round, n,                \
                    (now_us() - t0_) / n);                                                   \
         } else {                                                                            \
-            take(&after_);                                                                  \
+            take_after(&after_);                                                            \
             report(verb, n, &before_, &after_);                                             \
         }                                                                                   \
     } while (0)
