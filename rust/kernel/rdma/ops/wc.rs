@@ -26,7 +26,11 @@ impl<T: Operations> Adapter<T> {
             // completions.
             let (dev, cq, mut sink) = unsafe {
                 let dev = Self::dev((*ibcq).device);
-                (dev, Cq::<T>::from_raw(ibcq), WcSink::new(dev, ibcq, wc, cap))
+                (
+                    dev,
+                    Cq::<T>::from_raw(ibcq),
+                    WcSink::new(dev, ibcq, wc, cap),
+                )
             };
             T::poll_cq(dev, cq, &mut sink)?;
             Ok(sink.len() as c_int)
