@@ -41,6 +41,11 @@ __rust_helper pgprot_t rust_helper_pgprot_noncached(pgprot_t prot)
 	return pgprot_noncached(prot);
 }
 
+__rust_helper bool rust_helper_ib_device_try_get(struct ib_device *dev)
+{
+	return ib_device_try_get(dev);
+}
+
 __rust_helper size_t rust_helper_ib_umem_num_dma_blocks(struct ib_umem *umem,
 							unsigned long pgsz)
 {

@@ -40,7 +40,7 @@ mod wr;
 pub use ah::{Ah, AhAttr};
 pub use attr::{device_cap, port_cap, DeviceAttr, FwVersion, GidAttr, PortAttr, PortImmutable};
 pub use counters::CounterDesc;
-pub use cq::{Cq, CqInitAttr, DestroyingCq, CQ_EVENT_ERR};
+pub use cq::{Cq, CqEvent, CqFlag, CqFlags, CqInitAttr, DestroyingCq};
 pub use device::{
     Device, DeviceHandle, DeviceName, RegisteredDevice, Registration, UnregisteredDevice,
 };
@@ -48,19 +48,21 @@ pub use mr::{Access, AccessFlags, Mr, MrKeys, MrType};
 pub use objects::{Pd, UserContext, Vma};
 pub use ops::Operations;
 pub use qp::{
-    modify_qp_is_ok, qp_event, Qp, QpAttr, QpAttrFlag, QpAttrMask, QpCap, QpInitAttr, QpQuery,
+    modify_qp_is_ok, Qp, QpAttr, QpAttrFlag, QpAttrMask, QpCap, QpEvent, QpInitAttr, QpQuery,
     QpState, QpType,
 };
 pub use restrack::ResEntry;
-pub use srq::{srq_attr_mask, srq_event, Srq, SrqAttr, SrqType};
+pub use srq::{srq_attr_mask, Srq, SrqAttr, SrqEvent, SrqType};
 pub use sysfs::{AttributeArray, AttributeGroup, DeviceAttribute, ShowFn, SysfsBuf};
 pub use table::TableIndex;
 pub use udata::UData;
 pub use umem::{Umem, UserCqBuffer};
-pub use wc::{network_type, wc_flags, wc_opcode, wc_status, NotifyFlags, WcSink, WorkCompletion};
+pub use wc::{
+    NetworkType, NotifyFlags, WcFlag, WcFlags, WcOpcode, WcSink, WcStatus, WorkCompletion,
+};
 pub use wr::{
-    send_flags, AtomicFields, RdmaFields, RecvWr, RecvWrs, RegFields, SendWr, SendWrs, Sge,
-    UdFields, WrId, WrOpcode,
+    AtomicFields, RdmaFields, RecvWr, RecvWrs, RegFields, SendFlag, SendFlags, SendWr, SendWrs,
+    Sge, UdFields, WrId, WrOpcode,
 };
 
 use crate::bindings;

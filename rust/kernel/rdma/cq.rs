@@ -37,11 +37,29 @@ impl CqInitAttr {
         self.raw().comp_vector
     }
 
-    /// Creation flags (C's `IB_UVERBS_CQ_FLAGS_*`); providers refuse those they do not know.
-    pub fn flags(&self) -> u32 {
-        self.raw().flags
+    /// The creation flags; `None` if a bit names no [`CqFlag`] (a request from a newer core or
+    /// user space, which a driver refuses rather than ignores).
+    pub fn flags(&self) -> Option<CqFlags> {
+        let raw = self.raw().flags;
+        (raw & !CqFlags::all_bits() == 0).then_some(CqFlags(raw))
     }
 }
+
+crate::impl_flags!(
+    /// How a CQ is to be created (C's `enum ib_uverbs_ex_create_cq_flags`).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct CqFlags(u32);
+
+    /// One of [`CqFlags`].
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum CqFlag {
+        /// Completions carry a timestamp.
+        TimestampCompletion =
+            bindings::ib_uverbs_ex_create_cq_flags_IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION,
+        /// The CQ may overrun without an error.
+        IgnoreOverrun = bindings::ib_uverbs_ex_create_cq_flags_IB_UVERBS_CQ_FLAGS_IGNORE_OVERRUN,
+    }
+);
 
 core_object!(
     /// A live completion queue of driver `T`; dereferences to its data.
@@ -96,8 +114,20 @@ impl<T: Operations> core::ops::Deref for DestroyingCq<T> {
     }
 }
 
-/// An asynchronous event about a CQ (C's `IB_EVENT_CQ_ERR`).
-pub const CQ_EVENT_ERR: u32 = bindings::ib_event_type_IB_EVENT_CQ_ERR;
+/// An asynchronous event about a CQ (C's `enum ib_event_type`, the CQ subset).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum CqEvent {
+    /// The CQ failed (an overrun, or a protection error on its ring).
+    Err = bindings::ib_event_type_IB_EVENT_CQ_ERR,
+}
+
+impl CqEvent {
+    /// The CQ event C's `raw` is; `None` for any other event type.
+    pub fn from_raw(raw: u32) -> Option<Self> {
+        (raw == Self::Err as u32).then_some(Self::Err)
+    }
+}
 
 impl<T: Operations> Cq<T> {
     /// Tells the CQ's consumer that a completion arrived (calls its `comp_handler`). Returns
@@ -171,12 +201,9 @@ impl<T: Operations> Cq<T> {
         }
     }
 
-    /// Reports an asynchronous event (only [`CQ_EVENT_ERR`] concerns a CQ) to the CQ's consumer.
-    /// Returns whether it was delivered.
-    pub fn dispatch_event(&self, event: u32) -> bool {
-        if event != CQ_EVENT_ERR {
-            return false;
-        }
+    /// Reports an asynchronous event to the CQ's consumer. Returns whether it was delivered (not
+    /// if the consumer has no handler).
+    pub fn dispatch_event(&self, event: CqEvent) -> bool {
         let cq = self.as_raw();
         // SAFETY: The object is live (type invariant); its device, handler and context are fixed
         // while it lives, and the element names it.
@@ -185,7 +212,7 @@ impl<T: Operations> Cq<T> {
                 (*cq).device,
                 (*cq).event_handler,
                 (*cq).cq_context,
-                event,
+                event as u32,
                 |e| e.cq = cq,
             )
         }
@@ -240,7 +267,7 @@ mod tests {
             NoSuchMethod
         }
 
-        fn dispatch_event(&self, _event: u32) -> NoSuchMethod {
+        fn dispatch_event(&self, _event: CqEvent) -> NoSuchMethod {
             NoSuchMethod
         }
     }
@@ -282,7 +309,7 @@ mod tests {
         let destroy = <NoDriver as Operations>::destroy_cq;
         assert!(!found_in_destroy(destroy, |cq| cq.complete()));
         assert!(!found_in_destroy(destroy, |cq| cq.complete_unsolicited()));
-        assert!(!found_in_destroy(destroy, |cq| cq.dispatch_event(CQ_EVENT_ERR)));
+        assert!(!found_in_destroy(destroy, |cq| cq.dispatch_event(CqEvent::Err)));
 
         // The fallbacks are found before any `Deref`: the view must not dereference to a `Cq`
         // either (whose methods a call through `*` would reach), only to the driver's data (a
@@ -293,6 +320,6 @@ mod tests {
         let live = |_: &Device<NoDriver>, _: &Cq<NoDriver>| ();
         assert!(found_in_destroy(live, |cq| cq.complete()));
         assert!(found_in_destroy(live, |cq| cq.complete_unsolicited()));
-        assert!(found_in_destroy(live, |cq| cq.dispatch_event(CQ_EVENT_ERR)));
+        assert!(found_in_destroy(live, |cq| cq.dispatch_event(CqEvent::Err)));
     }
 }

@@ -484,25 +484,44 @@ pub fn modify_qp_is_ok(cur: QpState, next: QpState, qp_type: QpType, mask: QpAtt
     unsafe { bindings::ib_modify_qp_is_ok(cur.as_raw(), next.as_raw(), raw_type, mask.as_raw()) }
 }
 
-/// Asynchronous events about a QP (C's `enum ib_event_type`, the QP subset).
-pub mod qp_event {
-    use crate::bindings;
+/// An asynchronous event about a QP (C's `enum ib_event_type`, the QP subset).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum QpEvent {
     /// Fatal error.
-    pub const FATAL: u32 = bindings::ib_event_type_IB_EVENT_QP_FATAL;
+    Fatal = bindings::ib_event_type_IB_EVENT_QP_FATAL,
     /// Invalid request on the responder side.
-    pub const REQ_ERR: u32 = bindings::ib_event_type_IB_EVENT_QP_REQ_ERR;
+    ReqErr = bindings::ib_event_type_IB_EVENT_QP_REQ_ERR,
     /// Access error on the responder side.
-    pub const ACCESS_ERR: u32 = bindings::ib_event_type_IB_EVENT_QP_ACCESS_ERR;
+    AccessErr = bindings::ib_event_type_IB_EVENT_QP_ACCESS_ERR,
     /// Communication established.
-    pub const COMM_EST: u32 = bindings::ib_event_type_IB_EVENT_COMM_EST;
+    CommEst = bindings::ib_event_type_IB_EVENT_COMM_EST,
     /// The send queue drained.
-    pub const SQ_DRAINED: u32 = bindings::ib_event_type_IB_EVENT_SQ_DRAINED;
+    SqDrained = bindings::ib_event_type_IB_EVENT_SQ_DRAINED,
     /// Path migrated.
-    pub const PATH_MIG: u32 = bindings::ib_event_type_IB_EVENT_PATH_MIG;
+    PathMig = bindings::ib_event_type_IB_EVENT_PATH_MIG,
     /// Path migration failed.
-    pub const PATH_MIG_ERR: u32 = bindings::ib_event_type_IB_EVENT_PATH_MIG_ERR;
+    PathMigErr = bindings::ib_event_type_IB_EVENT_PATH_MIG_ERR,
     /// The last WQE of a QP on an SRQ was reached.
-    pub const LAST_WQE_REACHED: u32 = bindings::ib_event_type_IB_EVENT_QP_LAST_WQE_REACHED;
+    LastWqeReached = bindings::ib_event_type_IB_EVENT_QP_LAST_WQE_REACHED,
+}
+
+impl QpEvent {
+    /// The QP event C's `raw` is; `None` for any other event type.
+    pub fn from_raw(raw: u32) -> Option<Self> {
+        [
+            Self::Fatal,
+            Self::ReqErr,
+            Self::AccessErr,
+            Self::CommEst,
+            Self::SqDrained,
+            Self::PathMig,
+            Self::PathMigErr,
+            Self::LastWqeReached,
+        ]
+        .into_iter()
+        .find(|event| *event as u32 == raw)
+    }
 }
 
 impl<T: Operations> Qp<T> {
@@ -518,24 +537,9 @@ impl<T: Operations> Qp<T> {
         QpType::from_raw(unsafe { (*self.as_raw()).qp_type })
     }
 
-    /// Reports an asynchronous event (one of [`qp_event`]) to the QP's consumer. Returns whether
-    /// it was delivered. May be called from interrupt context.
-    pub fn dispatch_event(&self, event: u32) -> bool {
-        use qp_event::*;
-        if ![
-            FATAL,
-            REQ_ERR,
-            ACCESS_ERR,
-            COMM_EST,
-            SQ_DRAINED,
-            PATH_MIG,
-            PATH_MIG_ERR,
-            LAST_WQE_REACHED,
-        ]
-        .contains(&event)
-        {
-            return false;
-        }
+    /// Reports an asynchronous event to the QP's consumer. Returns whether it was delivered (not
+    /// if the consumer has no handler). May be called from interrupt context.
+    pub fn dispatch_event(&self, event: QpEvent) -> bool {
         let qp = self.as_raw();
         // SAFETY: The object is live (type invariant); its device, handler and context are fixed
         // while it lives, and the element names it.
@@ -544,7 +548,7 @@ impl<T: Operations> Qp<T> {
                 (*qp).device,
                 (*qp).event_handler,
                 (*qp).qp_context,
-                event,
+                event as u32,
                 |e| e.qp = qp,
             )
         }

@@ -64,22 +64,29 @@ pub mod srq_attr_mask {
     pub const LIMIT: u32 = bindings::ib_srq_attr_mask_IB_SRQ_LIMIT;
 }
 
-/// Asynchronous events about an SRQ.
-pub mod srq_event {
-    use crate::bindings;
+/// An asynchronous event about an SRQ (C's `enum ib_event_type`, the SRQ subset).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum SrqEvent {
     /// The SRQ failed.
-    pub const ERR: u32 = bindings::ib_event_type_IB_EVENT_SRQ_ERR;
+    Err = bindings::ib_event_type_IB_EVENT_SRQ_ERR,
     /// Fewer than `srq_limit` receives are posted.
-    pub const LIMIT_REACHED: u32 = bindings::ib_event_type_IB_EVENT_SRQ_LIMIT_REACHED;
+    LimitReached = bindings::ib_event_type_IB_EVENT_SRQ_LIMIT_REACHED,
+}
+
+impl SrqEvent {
+    /// The SRQ event C's `raw` is; `None` for any other event type.
+    pub fn from_raw(raw: u32) -> Option<Self> {
+        [Self::Err, Self::LimitReached]
+            .into_iter()
+            .find(|event| *event as u32 == raw)
+    }
 }
 
 impl<T: Operations> Srq<T> {
-    /// Reports an asynchronous event (one of [`srq_event`]) to the SRQ's consumer. Returns
-    /// whether it was delivered. May be called from interrupt context.
-    pub fn dispatch_event(&self, event: u32) -> bool {
-        if event != srq_event::ERR && event != srq_event::LIMIT_REACHED {
-            return false;
-        }
+    /// Reports an asynchronous event to the SRQ's consumer. Returns whether it was delivered
+    /// (not if the consumer has no handler). May be called from interrupt context.
+    pub fn dispatch_event(&self, event: SrqEvent) -> bool {
         let srq = self.as_raw();
         // SAFETY: The object is live (type invariant); its device, handler and context are fixed
         // while it lives, and the element names it.
@@ -88,7 +95,7 @@ impl<T: Operations> Srq<T> {
                 (*srq).device,
                 (*srq).event_handler,
                 (*srq).srq_context,
-                event,
+                event as u32,
                 |e| e.srq = srq,
             )
         }

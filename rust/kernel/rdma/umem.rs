@@ -19,22 +19,27 @@ use core::{marker::PhantomData, ptr::NonNull};
 
 /// A range of user memory, pinned and mapped for DMA by the device; unpinned when dropped.
 ///
-/// A umem may outlive the object it was pinned for, and the RDMA device's registration: its
-/// release reads the `ib_device` (`umem->ibdev`, for its DMA device) and unmaps through that DMA
-/// device, so it holds a reference on both, as the devices' own references end at unregistration
-/// (the parent's) and deallocation (the `ib_device`'s). That keeps the memory the release reads;
-/// it does not make a DMA unmap after the parent was unbound right, so a driver drops its umems
-/// with the objects they were pinned for, before its device is unregistered.
+/// Its release reads the `ib_device` (`umem->ibdev`, for its DMA device) and unmaps through that
+/// DMA device, which must still be bound to its driver then. So a umem holds a registration
+/// reference of the `ib_device` (C's `ib_device_try_get()`), for which `ib_unregister_device()`
+/// waits, after it destroyed the user objects the umems are normally pinned for: a umem the
+/// driver keeps elsewhere (moved to a work item, say) delays the unregistration, and with it
+/// the parent's unbind, until it is dropped. It also holds references on the `ib_device`'s
+/// `struct device` and on the DMA device, so that the memory its release reads stays allocated
+/// whatever order the last references are dropped in.
 ///
 /// # Invariants
 ///
 /// - `ptr` is a umem returned by one of the core's umem constructors and not released yet.
+/// - `_registration` is a registration reference of the umem's `ib_device`.
 /// - `_ib_device` is the `struct device` embedded in the umem's `ib_device` (`umem->ibdev`):
 ///   while it is referenced, the `ib_device` stays allocated.
 /// - `_dma_device` is the `ib_device`'s DMA device (`dma_device`, which is set at registration and
 ///   then never changes), if it has one.
 pub struct Umem {
     ptr: NonNull<bindings::ib_umem>,
+    // Dropped (put) after the umem is released, before the device references.
+    _registration: RegistrationRef,
     _ib_device: ARef<device::Device>,
     _dma_device: Option<ARef<device::Device>>,
 }
@@ -92,6 +97,13 @@ impl Umem {
     /// `dma_device` is NULL or a live device with the same guarantee.
     unsafe fn from_core(raw: *mut bindings::ib_umem, ib: *mut bindings::ib_device) -> Result<Self> {
         let ptr = NonNull::new(raw).ok_or(crate::error::code::ENOMEM)?;
+        // SAFETY: `ib` is live (guaranteed by the caller).
+        let Some(registration) = (unsafe { RegistrationRef::try_get(ib) }) else {
+            // The device is being unregistered, which would not wait for this umem.
+            // SAFETY: `raw` was made by the core and not released (guaranteed by the caller).
+            unsafe { bindings::ib_umem_release(raw) };
+            return Err(crate::error::code::ENODEV);
+        };
         // SAFETY: `ib` is live (guaranteed by the caller), so the `struct device` embedded in it
         // has a reference that lasts through the call; its release (`ib_device_release`) may
         // run in any thread.
@@ -103,9 +115,10 @@ impl Umem {
             (!dma.is_null()).then(|| device::Device::get_device(dma))
         };
         // INVARIANT: Just returned by the core's umem constructor for `ib`, not released; the
-        // references are on `ib` and its DMA device.
+        // references are on `ib` (registration and memory) and its DMA device.
         Ok(Self {
             ptr,
+            _registration: registration,
             _ib_device: ib_device,
             _dma_device: dma_device,
         })
@@ -162,9 +175,44 @@ impl Umem {
 impl Drop for Umem {
     fn drop(&mut self) {
         // SAFETY: By the type invariant the umem was not released yet; it is released once. The
-        // `ib_device` it reads and the DMA device it unmaps through are still allocated: the
-        // references in `self` are dropped only after this.
+        // `ib_device` it reads and the DMA device it unmaps through are still allocated, and the
+        // `ib_device` not unregistered (so its parent is bound): the references in `self` are
+        // dropped only after this.
         unsafe { bindings::ib_umem_release(self.ptr.as_ptr()) };
+    }
+}
+
+/// A registration reference of an `ib_device` (C's `ib_device_try_get()`): the device's
+/// unregistration waits for it to be put.
+///
+/// # Invariants
+///
+/// `ib` is an `ib_device` of which this holds a registration reference; its memory is kept by
+/// its owner (a [`Umem`] also holds a reference on the device's `struct device`).
+struct RegistrationRef {
+    ib: NonNull<bindings::ib_device>,
+}
+
+impl RegistrationRef {
+    /// A registration reference of `ib`; `None` if it is not registered (or being unregistered).
+    ///
+    /// # Safety
+    ///
+    /// `ib` must be live, and stay allocated as long as the reference is held.
+    unsafe fn try_get(ib: *mut bindings::ib_device) -> Option<Self> {
+        let ib = NonNull::new(ib)?;
+        // SAFETY: `ib` is live (guaranteed by the caller).
+        let got = unsafe { bindings::ib_device_try_get(ib.as_ptr()) };
+        // INVARIANT: The reference was just taken; the caller keeps `ib` allocated.
+        got.then_some(Self { ib })
+    }
+}
+
+impl Drop for RegistrationRef {
+    fn drop(&mut self) {
+        // SAFETY: A registration reference of the device is held (type invariant), and the
+        // device is allocated. It may be the last: the put completes the unregistration's wait.
+        unsafe { bindings::ib_device_put(self.ib.as_ptr()) };
     }
 }
 
@@ -262,14 +310,16 @@ mod tests {
         }
     }
 
-    /// A umem dropped after its device was deallocated (from a work item that outlived the
-    /// registration, say) finds the device still allocated: the umem holds a reference on it.
+    /// The unregistration of a device waits for its umems: a umem dropped after the parent
+    /// device was unbound would unmap DMA through an unbound device. Before, a umem held only
+    /// references that keep memory, and the unregistration went on at once.
     ///
-    /// The device is a bare one, never registered, with no DMA device (so the core's release
-    /// unmaps nothing); the umem a fake one that pins no page: `ib_umem_release()` still reads
+    /// The device is a bare one, never registered, whose registration reference is set up as
+    /// `enable_device()` sets it, with no DMA device (so the core's release unmaps nothing); the
+    /// umem a fake one that pins no page: `ib_umem_release()` still reads
     /// `umem->ibdev->dma_device`, as it does for a real one.
     #[test]
-    fn umem_keeps_its_device() -> Result {
+    fn unregistration_waits_for_umem() -> Result {
         // SAFETY: All zeroes is a valid `ib_umem`: no pages, no scatterlist, not a dma-buf or
         // ODP umem.
         let fake: bindings::ib_umem = unsafe { core::mem::zeroed() };
@@ -289,11 +339,13 @@ mod tests {
         }
         let mm = &raw mut bindings::init_mm;
         // SAFETY: `raw` is the umem allocated above, not shared; `init_mm` is never freed, and
-        // the release's `mmdrop()` balances the `mmgrab()`.
+        // the release's `mmdrop()` balances the `mmgrab()`. `ib` was just allocated, not shared:
+        // its registration reference is set as `enable_device()` does.
         unsafe {
             (*raw).ibdev = ib;
             (*raw).owning_mm = mm;
             bindings::mmgrab(mm);
+            bindings::refcount_set(&raw mut (*ib).refcount, 1);
         }
         // SAFETY: `ib` was allocated above.
         let before = unsafe { refs(ib) };
@@ -301,14 +353,23 @@ mod tests {
         // a device with no DMA device), not released; `ib` is live.
         let umem = unsafe { Umem::from_core(raw, ib) }?;
         // SAFETY: `ib` is allocated: the umem holds a reference.
-        let held = unsafe { refs(ib) };
-        // Before the device goes: a umem without its reference would read it freed below.
-        assert_eq!(held, before + 1);
-        // SAFETY: `ib` was allocated above, never registered; the umem's reference keeps its
-        // memory.
-        unsafe { bindings::ib_dealloc_device(ib) };
-        // Releases the umem, which reads the device, then drops the last reference.
+        assert_eq!(unsafe { refs(ib) }, before + 1);
+        // SAFETY: `ib` is live; `unreg_completion` was initialised by `_ib_alloc_device()`. The
+        // put is the one `disable_device()` makes, which then waits for the completion.
+        let done = unsafe {
+            bindings::ib_device_put(ib);
+            bindings::try_wait_for_completion(&raw mut (*ib).unreg_completion)
+        };
+        // The unregistration would wait: the umem holds a registration reference.
+        assert!(!done);
+        // Releases the umem, then puts its registration reference: the wait ends.
         drop(umem);
+        // SAFETY: As above; the device is still allocated (never registered, not deallocated).
+        let done = unsafe { bindings::try_wait_for_completion(&raw mut (*ib).unreg_completion) };
+        assert!(done);
+        // SAFETY: `ib` was allocated above, never registered, and no reference of any kind is
+        // held on it any more.
+        unsafe { bindings::ib_dealloc_device(ib) };
         Ok(())
     }
 }

@@ -30,12 +30,14 @@ use core::{cell::Cell, marker::PhantomData};
 ///
 /// `raw` is the `wr_id` of a work request as a consumer posted it to this driver's QP whose
 /// serial is `qp`, to its receive queue if `recv` (else its send queue), and the consumer was
-/// told that request was posted; each posting of a request yields one `WrId`.
+/// told that request was posted; each posting of a request yields one `WrId`. `posted_len` is
+/// the sum of the lengths of the request's scatter/gather entries, saturated at `u32::MAX`.
 #[derive(Debug)]
 pub struct WrId {
     raw: u64,
     qp: QpSerial,
     recv: bool,
+    posted_len: u32,
 }
 
 impl WrId {
@@ -52,6 +54,12 @@ impl WrId {
     /// Whether the request was posted to the QP's receive queue (else its send queue).
     pub(super) fn is_recv(&self) -> bool {
         self.recv
+    }
+
+    /// The bytes the request's scatter/gather list holds (saturated at `u32::MAX`): the most a
+    /// completion of it may count.
+    pub(super) fn posted_len(&self) -> u32 {
+        self.posted_len
     }
 }
 
@@ -77,6 +85,12 @@ impl<W> PostProgress<W> {
     pub(super) fn first_untaken(&self) -> *const W {
         self.0.get()
     }
+}
+
+/// The bytes a scatter/gather list holds, saturated at `u32::MAX`.
+fn sges_len(sges: &[Sge]) -> u32 {
+    let len: u64 = sges.iter().map(|sge| u64::from(sge.length)).sum();
+    u32::try_from(len).unwrap_or(u32::MAX)
 }
 
 /// A scatter/gather entry (C's `struct ib_sge`).
@@ -161,18 +175,26 @@ impl WrOpcode {
     }
 }
 
-/// Send flags (C's `enum ib_send_flags`).
-pub mod send_flags {
-    use crate::bindings;
-    /// Wait for earlier RDMA reads/atomics.
-    pub const FENCE: u32 = bindings::ib_send_flags_IB_SEND_FENCE as u32;
-    /// Produce a completion.
-    pub const SIGNALED: u32 = bindings::ib_send_flags_IB_SEND_SIGNALED as u32;
-    /// Solicited event at the receiver.
-    pub const SOLICITED: u32 = bindings::ib_send_flags_IB_SEND_SOLICITED as u32;
-    /// Data inline in the work request.
-    pub const INLINE: u32 = bindings::ib_send_flags_IB_SEND_INLINE as u32;
-}
+crate::impl_flags!(
+    /// How a send work request is to be carried out (C's `enum ib_send_flags`).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct SendFlags(u32);
+
+    /// One of [`SendFlags`].
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum SendFlag {
+        /// Wait for earlier RDMA reads and atomics.
+        Fence = bindings::ib_send_flags_IB_SEND_FENCE as u32,
+        /// Produce a completion.
+        Signaled = bindings::ib_send_flags_IB_SEND_SIGNALED as u32,
+        /// Solicited event at the receiver.
+        Solicited = bindings::ib_send_flags_IB_SEND_SOLICITED as u32,
+        /// Data inline in the work request.
+        Inline = bindings::ib_send_flags_IB_SEND_INLINE as u32,
+        /// IP checksum offload.
+        IpCsum = bindings::ib_send_flags_IB_SEND_IP_CSUM as u32,
+    }
+);
 
 /// The remote side of an RDMA read or write.
 #[derive(Clone, Copy, Debug)]
@@ -265,6 +287,7 @@ impl<'a, T: Operations> SendWr<'a, T> {
             raw: unsafe { self.raw.__bindgen_anon_1.wr_id },
             qp: self.qp,
             recv: false,
+            posted_len: sges_len(self.sges()),
         }
     }
 
@@ -274,9 +297,10 @@ impl<'a, T: Operations> SendWr<'a, T> {
         WrOpcode::from_raw(self.raw.opcode)
     }
 
-    /// Send flags (see [`send_flags`]).
-    pub fn send_flags(&self) -> u32 {
-        self.raw.send_flags as u32
+    /// The send flags; bits that name no [`SendFlag`] (the range C reserves for drivers'
+    /// own flags, which no driver is offered) are dropped.
+    pub fn send_flags(&self) -> SendFlags {
+        SendFlags(self.raw.send_flags as u32 & SendFlags::all_bits())
     }
 
     /// The scatter/gather list.
@@ -459,6 +483,7 @@ impl<'a> RecvWr<'a> {
             raw: unsafe { self.raw.__bindgen_anon_1.wr_id },
             qp: self.qp,
             recv: true,
+            posted_len: sges_len(self.sges()),
         }
     }
 

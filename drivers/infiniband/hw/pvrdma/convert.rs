@@ -8,36 +8,47 @@
 
 use crate::abi::{self, wc_opcode as dev_wc, wr_opcode as dev_wr};
 use kernel::rdma::{
-    self, wc_opcode as ib_wc, AccessFlags, AhAttr, Gid, QpAttr, QpCap, QpState, WrOpcode,
+    AccessFlags, AhAttr, Gid, NetworkType, QpAttr, QpCap, QpState, WcFlags, WcOpcode, WcStatus,
+    WrOpcode,
 };
 
-/// The core's completion opcode for the device's (C's `pvrdma_wc_opcode_to_ib`).
-pub(crate) fn wc_opcode_to_ib(op: u32) -> u32 {
+/// The core's completion status for the device's: the same values; an unknown one is a general
+/// error.
+pub(crate) fn wc_status_to_ib(status: u32) -> WcStatus {
+    WcStatus::from_raw(status).unwrap_or(WcStatus::GeneralErr)
+}
+
+/// The core's completion opcode for the device's (C's `pvrdma_wc_opcode_to_ib`, which takes an
+/// unknown one for a send).
+pub(crate) fn wc_opcode_to_ib(op: u32) -> WcOpcode {
     match op {
-        dev_wc::SEND => ib_wc::SEND,
-        dev_wc::RDMA_WRITE => ib_wc::RDMA_WRITE,
-        dev_wc::RDMA_READ => ib_wc::RDMA_READ,
-        dev_wc::COMP_SWAP => ib_wc::COMP_SWAP,
-        dev_wc::FETCH_ADD => ib_wc::FETCH_ADD,
-        dev_wc::LOCAL_INV => ib_wc::LOCAL_INV,
-        dev_wc::FAST_REG_MR => ib_wc::REG_MR,
-        dev_wc::RECV => ib_wc::RECV,
-        dev_wc::RECV_RDMA_WITH_IMM => ib_wc::RECV_RDMA_WITH_IMM,
-        _ => ib_wc::SEND,
+        dev_wc::SEND => WcOpcode::Send,
+        dev_wc::RDMA_WRITE => WcOpcode::RdmaWrite,
+        dev_wc::RDMA_READ => WcOpcode::RdmaRead,
+        dev_wc::COMP_SWAP => WcOpcode::CompSwap,
+        dev_wc::FETCH_ADD => WcOpcode::FetchAdd,
+        dev_wc::LOCAL_INV => WcOpcode::LocalInv,
+        dev_wc::FAST_REG_MR => WcOpcode::RegMr,
+        dev_wc::RECV => WcOpcode::Recv,
+        dev_wc::RECV_RDMA_WITH_IMM => WcOpcode::RecvRdmaWithImm,
+        _ => WcOpcode::Send,
     }
 }
 
 /// The core's completion flags for the device's: the same bits, unknown ones dropped.
-pub(crate) fn wc_flags_to_ib(flags: u32) -> u32 {
-    use abi::wc_flags::*;
-    let known = GRH
-        | WITH_IMM
-        | WITH_INVALIDATE
-        | IP_CSUM_OK
-        | WITH_SMAC
-        | WITH_VLAN
-        | WITH_NETWORK_HDR_TYPE;
-    flags & known
+pub(crate) fn wc_flags_to_ib(flags: u32) -> WcFlags {
+    const _: () = {
+        use abi::wc_flags as dev;
+        use kernel::rdma::WcFlag;
+        assert!(dev::GRH == WcFlag::Grh as u32);
+        assert!(dev::WITH_IMM == WcFlag::WithImm as u32);
+        assert!(dev::WITH_INVALIDATE == WcFlag::WithInvalidate as u32);
+        assert!(dev::IP_CSUM_OK == WcFlag::IpCsumOk as u32);
+        assert!(dev::WITH_SMAC == WcFlag::WithSmac as u32);
+        assert!(dev::WITH_VLAN == WcFlag::WithVlan as u32);
+        assert!(dev::WITH_NETWORK_HDR_TYPE == WcFlag::WithNetworkHdrType as u32);
+    };
+    WcFlags::from_raw_truncate(flags)
 }
 
 /// The core's network header type for the device's (C's `pvrdma_network_type_to_ib`).
@@ -45,13 +56,12 @@ pub(crate) fn wc_flags_to_ib(flags: u32) -> u32 {
 /// The values differ: the device numbers RoCE v1 (which it shares with IB), IPv4 and IPv6 from
 /// 0, the core has IB at 0 and RoCE v1, IPv4, IPv6 from 1. The device is RoCE only, so its 0 is
 /// RoCE v1; anything unknown is taken for IPv6, as C does.
-pub(crate) fn network_type_to_ib(t: u8) -> u8 {
+pub(crate) fn network_type_to_ib(t: u8) -> NetworkType {
     use abi::network_type as dev;
-    use rdma::network_type as ib;
     match t {
-        dev::ROCE_V1 => ib::ROCE_V1,
-        dev::IPV4 => ib::IPV4,
-        _ => ib::IPV6,
+        dev::ROCE_V1 => NetworkType::RoceV1,
+        dev::IPV4 => NetworkType::Ipv4,
+        _ => NetworkType::Ipv6,
     }
 }
 

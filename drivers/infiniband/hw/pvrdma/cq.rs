@@ -6,7 +6,7 @@
 use crate::{
     abi::PAGE_DIR_MAX_PAGES,
     abi::*,
-    convert::{network_type_to_ib, wc_flags_to_ib, wc_opcode_to_ib},
+    convert::{network_type_to_ib, wc_flags_to_ib, wc_opcode_to_ib, wc_status_to_ib},
     device::IbDev,
     pdir::PageDir,
     ring::DeviceRing,
@@ -17,8 +17,8 @@ use kernel::{
     page::PAGE_SIZE,
     prelude::*,
     rdma::{
-        self, Access, CqInitAttr, ResEntry, TableIndex, UData, Umem, UserContext, UserCqBuffer,
-        WcSink, WorkCompletion, WrId,
+        self, Access, CqFlags, CqInitAttr, ResEntry, TableIndex, UData, Umem, UserContext,
+        UserCqBuffer, WcSink, WorkCompletion, WrId,
     },
     sync::SpinLockIrq,
 };
@@ -78,12 +78,7 @@ enum Found {
 fn work_completion(cqe: &Cqe, wr_id: WrId) -> WorkCompletion {
     WorkCompletion {
         wr_id,
-        // The device's statuses are the core's, value for value; unknown ones are general errors.
-        status: if cqe.status <= rdma::wc_status::MAX {
-            cqe.status
-        } else {
-            rdma::wc_status::GENERAL_ERR
-        },
+        status: wc_status_to_ib(cqe.status),
         opcode: wc_opcode_to_ib(cqe.opcode),
         vendor_err: cqe.vendor_err,
         byte_len: cqe.byte_len,
@@ -101,12 +96,13 @@ fn work_completion(cqe: &Cqe, wr_id: WrId) -> WorkCompletion {
     }
 }
 
-/// The device handle of the QP a CQE names: the whole field, compared with the handle the device
-/// gave the QP at creation (the C driver keeps only the low 16 bits of it, which names another QP
-/// or none if the device puts anything above them). QPs with handles beyond 16 bits are refused
-/// at creation (`crate::qp`), so a completion naming one names no QP.
-fn qp_handle_of(cqe: &Cqe) -> Option<u32> {
-    u32::try_from(cqe.qp).ok()
+/// The device handle of the QP a CQE names: the low 16 bits of the field, as the C driver and
+/// rdma-core's provider read it (`cqe->qp & 0xffff`). A device may put anything above them, and
+/// a driver that compared more would drop every kernel completion of such a device (rdma_cm would
+/// hang) or take them for lies. QPs whose handles need more than 16 bits are refused at creation
+/// (`crate::qp`), so the low bits name the QP completely.
+fn qp_handle_of(cqe: &Cqe) -> u32 {
+    (cqe.qp & 0xffff) as u32
 }
 
 impl Cq {
@@ -117,7 +113,8 @@ impl Cq {
         attr: &CqInitAttr,
         user: Option<(&UserContext<IbDev>, &mut UData, UserCqBuffer<'_>)>,
     ) -> Result<(impl PinInit<Cq>, u32)> {
-        if attr.flags() != 0 {
+        // The device has neither timestamps nor overrun-tolerant CQs.
+        if attr.flags() != Some(CqFlags::empty()) {
             return Err(EOPNOTSUPP);
         }
         if attr.cqe() == 0 {
@@ -278,9 +275,7 @@ impl Cq {
             match ring.pop() {
                 Ok(Some(cqe)) => {
                     budget -= 1;
-                    let Some(qp_handle) = qp_handle_of(&cqe) else {
-                        return Err("a kernel CQ's completion names a QP handle beyond 32 bits");
-                    };
+                    let qp_handle = qp_handle_of(&cqe);
                     // A completion of a QP destroyed meanwhile names nothing: dropped (the
                     // destroy removed those already written; the device writes none after).
                     // What the QP made of the completion (`None`: no live QP has the handle).
@@ -314,7 +309,7 @@ impl Cq {
                             "{}: CQ {}: dropped a completion of QP handle {:#x}, which names no QP\n",
                             dev.hw.name(),
                             self.handle,
-                            qp_handle
+                            cqe.qp
                         );
                     }
                 }
@@ -371,9 +366,7 @@ impl Cq {
     /// they cannot be taken for completions of a later QP with the same handle.
     pub(crate) fn flush_qp(&self, dev: &rdma::Device<IbDev>, qp_handle: u32) {
         let broken = match self.kernel.lock().as_ref() {
-            Some(ring) => ring
-                .retain(|cqe| qp_handle_of(cqe) != Some(qp_handle))
-                .is_err(),
+            Some(ring) => ring.retain(|cqe| qp_handle_of(cqe) != qp_handle).is_err(),
             None => false,
         };
         // After the ring's lock is dropped: declaring the device dead takes the flusher's lock,

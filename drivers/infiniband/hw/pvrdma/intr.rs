@@ -14,8 +14,24 @@ use kernel::{
     io::Io,
     irq::{self, IrqReturn},
     prelude::*,
-    rdma::{DeviceHandle, PortEvent},
+    rdma::{CqEvent, DeviceHandle, PortEvent, QpEvent, SrqEvent},
     sync::Arc,
+};
+
+// The device numbers the events about objects as the RDMA core does.
+const _: () = {
+    use event_verbs::*;
+    assert!(CQ_ERR == CqEvent::Err as u32);
+    assert!(QP_FATAL == QpEvent::Fatal as u32);
+    assert!(QP_REQ_ERR == QpEvent::ReqErr as u32);
+    assert!(QP_ACCESS_ERR == QpEvent::AccessErr as u32);
+    assert!(COMM_EST == QpEvent::CommEst as u32);
+    assert!(SQ_DRAINED == QpEvent::SqDrained as u32);
+    assert!(PATH_MIG == QpEvent::PathMig as u32);
+    assert!(PATH_MIG_ERR == QpEvent::PathMigErr as u32);
+    assert!(QP_LAST_WQE_REACHED == QpEvent::LastWqeReached as u32);
+    assert!(SRQ_ERR == SrqEvent::Err as u32);
+    assert!(SRQ_LIMIT_REACHED == SrqEvent::LimitReached as u32);
 };
 
 /// Vector 0: a command response is ready.
@@ -75,20 +91,19 @@ impl AsyncEventIrq {
     /// Reports an event about a QP, CQ or SRQ to its consumer. The device's event numbers are
     /// the RDMA core's. Returns false if `eqe` is not about such an object.
     fn object_event(&self, eqe: &Eqe) -> bool {
-        use event_verbs::*;
         let (kind, handle) = (eqe.kind, eqe.info);
-        let delivered = match kind {
-            QP_FATAL | QP_REQ_ERR | QP_ACCESS_ERR | COMM_EST | SQ_DRAINED | PATH_MIG
-            | PATH_MIG_ERR | QP_LAST_WQE_REACHED => self
-                .events
-                .with_device(|dev| dev.with_qp(handle, |qp| qp.dispatch_event(kind))),
-            CQ_ERR => self
-                .events
-                .with_device(|dev| dev.with_cq(handle, |cq| cq.dispatch_event(kind))),
-            SRQ_ERR | SRQ_LIMIT_REACHED => self
-                .events
-                .with_device(|dev| dev.with_srq(handle, |srq| srq.dispatch_event(kind))),
-            _ => return false,
+        // The device's event numbers are the core's.
+        let delivered = if let Some(event) = QpEvent::from_raw(kind) {
+            self.events
+                .with_device(|dev| dev.with_qp(handle, |qp| qp.dispatch_event(event)))
+        } else if let Some(event) = CqEvent::from_raw(kind) {
+            self.events
+                .with_device(|dev| dev.with_cq(handle, |cq| cq.dispatch_event(event)))
+        } else if let Some(event) = SrqEvent::from_raw(kind) {
+            self.events
+                .with_device(|dev| dev.with_srq(handle, |srq| srq.dispatch_event(event)))
+        } else {
+            return false;
         };
         if delivered.flatten().is_none() {
             self.hw.stats.stale_events.inc();

@@ -104,7 +104,7 @@ mod tests {
     use super::super::super::{
         device::{Device, DeviceStorage},
         qp::QpStorage,
-        wc::{wc_opcode, wc_status, WcSink, WorkCompletion},
+        wc::{WcOpcode, WcSink, WcStatus, WorkCompletion},
         DriverId, TableIndex, WrId,
     };
     use super::*;
@@ -202,22 +202,36 @@ mod tests {
         unsafe { QpStorage::<FakeDriver>::drop_data(raw) };
     }
 
-    /// A chain of `N` receive work requests whose `wr_id`s are 1 to `N`.
-    struct Chain<const N: usize>(KBox<[bindings::ib_recv_wr; N]>);
+    /// The buffer length of each request of a [`Chain`].
+    const POSTED_LEN: u32 = 256;
+
+    /// A chain of `N` receive work requests whose `wr_id`s are 1 to `N`, each with one
+    /// scatter/gather entry of [`POSTED_LEN`] bytes.
+    struct Chain<const N: usize>(KBox<[bindings::ib_recv_wr; N]>, KBox<[bindings::ib_sge; N]>);
 
     impl<const N: usize> Chain<N> {
         fn new() -> Result<Self> {
-            // SAFETY: Zeroed bytes are a valid `ib_recv_wr`: pointers, integers and a union of
-            // an integer and a pointer.
-            let wrs = unsafe { core::mem::zeroed::<[bindings::ib_recv_wr; N]>() };
-            let mut chain = Self(KBox::new(wrs, GFP_KERNEL)?);
+            // SAFETY: Zeroed bytes are a valid `ib_recv_wr` and `ib_sge`: pointers, integers
+            // and a union of an integer and a pointer.
+            let (wrs, sges) = unsafe {
+                (
+                    core::mem::zeroed::<[bindings::ib_recv_wr; N]>(),
+                    core::mem::zeroed::<[bindings::ib_sge; N]>(),
+                )
+            };
+            let mut chain = Self(KBox::new(wrs, GFP_KERNEL)?, KBox::new(sges, GFP_KERNEL)?);
             let first = chain.0.as_mut_ptr();
+            let first_sge = chain.1.as_mut_ptr();
             for i in 0..N {
                 let wr = first.wrapping_add(i);
-                // SAFETY: `wr` is element `i` of the array, valid for writes; so is the next one
-                // if `i + 1 < N`.
+                let sge = first_sge.wrapping_add(i);
+                // SAFETY: `wr` and `sge` are element `i` of their arrays, valid for writes; so
+                // is the next request if `i + 1 < N`.
                 unsafe {
                     (*wr).__bindgen_anon_1.wr_id = i as u64 + 1;
+                    (*sge).length = POSTED_LEN;
+                    (*wr).sg_list = sge;
+                    (*wr).num_sge = 1;
                     if i + 1 < N {
                         (*wr).next = first.wrapping_add(i + 1);
                     }
@@ -326,7 +340,97 @@ mod tests {
     }
 
     fn completion(wr_id: WrId) -> WorkCompletion {
-        WorkCompletion::new(wr_id, wc_status::SUCCESS, wc_opcode::RECV)
+        WorkCompletion::new(wr_id, WcStatus::Success, WcOpcode::Recv)
+    }
+
+    /// Entry `i` of the completions a sink wrote.
+    ///
+    /// # Safety
+    ///
+    /// The sink must have written at least `i + 1` entries to `wcs`.
+    unsafe fn written(wcs: &[MaybeUninit<bindings::ib_wc>; 2], i: usize) -> (u32, u32, u32) {
+        // SAFETY: Entry `i` was written (guaranteed by the caller).
+        let wc = unsafe { wcs[i].assume_init_ref() };
+        (wc.status, wc.opcode, wc.byte_len)
+    }
+
+    /// A completion counting more bytes than the request's buffers hold fails with
+    /// `LOC_LEN_ERR` and no count (the consumer would read past its buffer); one within them is
+    /// written as it is. Before, any count was written.
+    #[test]
+    fn byte_len_beyond_the_buffers_fails() -> Result {
+        let dev_storage = DeviceStorage::new_for_test(FakeDriver)?;
+        let dev = dev_storage.test_device();
+        let cqs = FakeCqs::new()?;
+        let (_mem, raw) = qp_memory(dev, &cqs)?;
+        // SAFETY: Fresh memory; the QP is used while `_mem` lives.
+        let qp = unsafe { create(raw) };
+        let chain = Chain::<3>::new()?;
+        let mut wcs = KBox::new(
+            [const { MaybeUninit::<bindings::ib_wc>::uninit() }; 2],
+            GFP_KERNEL,
+        )?;
+        // SAFETY: `wcs` holds two entries, valid for writes while the sink lives.
+        let mut sink = unsafe { WcSink::new(dev, cqs.recv(), wcs.as_mut_ptr().cast(), 2) };
+        let fits = WorkCompletion {
+            byte_len: POSTED_LEN,
+            ..completion(take_id(&chain, qp)?)
+        };
+        let too_long = WorkCompletion {
+            byte_len: POSTED_LEN + 1,
+            ..completion(take_id(&chain, qp)?)
+        };
+        assert!(sink.push_for(qp, fits));
+        assert!(sink.push_for(qp, too_long));
+        assert_eq!(sink.len(), 2);
+
+        let (success, recv) = (WcStatus::Success.as_raw(), WcOpcode::Recv.as_raw());
+        // SAFETY: The sink wrote two entries.
+        let (first, second) = unsafe { (written(&wcs, 0), written(&wcs, 1)) };
+        assert_eq!(first, (success, recv, POSTED_LEN));
+        assert_eq!(second, (WcStatus::LocLenErr.as_raw(), recv, 0));
+
+        // SAFETY: Created above, no longer used.
+        unsafe { destroy(raw) };
+        Ok(())
+    }
+
+    /// A successful completion of a receive with a send's opcode fails (consumers tell receives
+    /// from sends by it); a failed one is given its queue's opcode. Before, both were written as
+    /// they came.
+    #[test]
+    fn opcode_of_the_other_queue_fails() -> Result {
+        let dev_storage = DeviceStorage::new_for_test(FakeDriver)?;
+        let dev = dev_storage.test_device();
+        let cqs = FakeCqs::new()?;
+        let (_mem, raw) = qp_memory(dev, &cqs)?;
+        // SAFETY: Fresh memory; the QP is used while `_mem` lives.
+        let qp = unsafe { create(raw) };
+        let chain = Chain::<3>::new()?;
+        let mut wcs = KBox::new(
+            [const { MaybeUninit::<bindings::ib_wc>::uninit() }; 2],
+            GFP_KERNEL,
+        )?;
+        // SAFETY: `wcs` holds two entries, valid for writes while the sink lives.
+        let mut sink = unsafe { WcSink::new(dev, cqs.recv(), wcs.as_mut_ptr().cast(), 2) };
+        let id = take_id(&chain, qp)?;
+        assert!(sink.push_for(
+            qp,
+            WorkCompletion::new(id, WcStatus::Success, WcOpcode::Send)
+        ));
+        let id = take_id(&chain, qp)?;
+        let flushed = WorkCompletion::new(id, WcStatus::WrFlushErr, WcOpcode::RdmaRead);
+        assert!(sink.push_for(qp, flushed));
+
+        let recv = WcOpcode::Recv.as_raw();
+        // SAFETY: The sink wrote two entries.
+        let (first, second) = unsafe { (written(&wcs, 0), written(&wcs, 1)) };
+        assert_eq!(first, (WcStatus::GeneralErr.as_raw(), recv, 0));
+        assert_eq!(second, (WcStatus::WrFlushErr.as_raw(), recv, 0));
+
+        // SAFETY: Created above, no longer used.
+        unsafe { destroy(raw) };
+        Ok(())
     }
 
     /// An ID posted to QP A is refused as a completion of QP B (whose consumer would take it

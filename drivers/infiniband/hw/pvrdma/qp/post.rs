@@ -15,8 +15,8 @@ use core::sync::atomic::Ordering;
 use kernel::{
     prelude::*,
     rdma::{
-        self, wc_opcode, wc_status, QpState, QpType, RecvWrs, SendWrs, WcSink, WorkCompletion,
-        WrOpcode,
+        self, QpState, QpType, RecvWrs, SendFlag, SendWrs, WcOpcode, WcSink, WcStatus,
+        WorkCompletion, WrOpcode,
     },
     sync::SpinLockIrq,
 };
@@ -40,7 +40,7 @@ impl Qp {
             wrs,
             |ring, pdir, wr, dead| {
                 let hdr = send_wqe(self, &wr)?;
-                let signaled = wr.send_flags() & rdma::send_flags::SIGNALED != 0;
+                let signaled = wr.send_flags().contains(SendFlag::Signaled);
                 let sges = wr.sges();
                 // The ID is taken (the request posted) once the queue has accepted the request.
                 let take_id = || wr.into_wr_id();
@@ -147,8 +147,8 @@ fn post_all<W>(
 /// completion (the opcode tells receives from sends).
 pub(crate) fn flush_unfinished(qp: &rdma::Qp<IbDev>, cq_handle: u32, sink: &mut WcSink<'_, IbDev>) {
     let queues = [
-        (&qp.sq, qp.cqs.0, wc_opcode::SEND),
-        (&qp.rq, qp.cqs.1, wc_opcode::RECV),
+        (&qp.sq, qp.cqs.0, WcOpcode::Send),
+        (&qp.rq, qp.cqs.1, WcOpcode::Recv),
     ];
     for (queue, cq, opcode) in queues {
         if cq != cq_handle {
@@ -165,7 +165,7 @@ pub(crate) fn flush_unfinished(qp: &rdma::Qp<IbDev>, cq_handle: u32, sink: &mut 
             };
             let wc = WorkCompletion {
                 port_num: PORT,
-                ..WorkCompletion::new(wr_id, wc_status::WR_FLUSH_ERR, opcode)
+                ..WorkCompletion::new(wr_id, WcStatus::WrFlushErr, opcode)
             };
             sink.push_for(qp, wc);
         }
@@ -188,7 +188,7 @@ impl Qp {
 fn send_wqe(qp: &Qp, wr: &rdma::SendWr<'_, IbDev>) -> Result<SqWqeHdr> {
     // No QP is granted inline data (`MAX_USER_INLINE_REQUEST`): a kernel QP's SGEs would hold CPU
     // addresses the device takes for DMA addresses.
-    if wr.send_flags() & rdma::send_flags::INLINE != 0 {
+    if wr.send_flags().contains(SendFlag::Inline) {
         return Err(EINVAL);
     }
     let opcode = wr.opcode().ok_or(EINVAL)?;
@@ -198,7 +198,7 @@ fn send_wqe(qp: &Qp, wr: &rdma::SendWr<'_, IbDev>) -> Result<SqWqeHdr> {
     let mut hdr = SqWqeHdr {
         num_sge,
         opcode: dev_opcode,
-        send_flags: wr.send_flags() & abi::send_flags::ALL,
+        send_flags: u32::from(wr.send_flags()) & abi::send_flags::ALL,
         ..Default::default()
     };
     use WrOpcode as Op;
