@@ -48,11 +48,11 @@ pub use mr::{Access, AccessFlags, Mr, MrKeys, MrType};
 pub use objects::{Pd, UserContext, Vma};
 pub use ops::Operations;
 pub use qp::{
-    modify_qp_is_ok, Qp, QpAttr, QpAttrFlag, QpAttrMask, QpCap, QpEvent, QpInitAttr, QpQuery,
-    QpState, QpType,
+    modify_qp_is_ok, Qp, QpAltPath, QpAttr, QpAttrFlag, QpAttrMask, QpCap, QpEvent, QpInitAttr,
+    QpModifyAttr, QpQuery, QpState, QpType,
 };
 pub use restrack::ResEntry;
-pub use srq::{srq_attr_mask, Srq, SrqAttr, SrqEvent, SrqType};
+pub use srq::{srq_attr_mask, Srq, SrqAttr, SrqEvent, SrqModifyAttr, SrqType};
 pub use sysfs::{AttributeArray, AttributeGroup, DeviceAttribute, ShowFn, SysfsBuf};
 pub use table::TableIndex;
 pub use udata::UData;

@@ -10,9 +10,9 @@ use super::{
     device::{Device, RegisteredDevice},
     mr::{AccessFlags, Mr, MrKeys, MrType},
     objects::{Pd, PdStorage, UserContext, UserContextStorage, Vma},
-    qp::{Qp, QpAttr, QpAttrMask, QpInitAttr, QpQuery, QpStorage},
+    qp::{Qp, QpAttrMask, QpInitAttr, QpModifyAttr, QpQuery, QpStorage},
     restrack::ResEntry,
-    srq::{Srq, SrqAttr, SrqStorage, SrqType},
+    srq::{Srq, SrqAttr, SrqModifyAttr, SrqStorage, SrqType},
     sysfs::AttributeGroup,
     table::TableIndex,
     udata::UData,
@@ -288,11 +288,11 @@ pub trait Operations: Send + Sync + Sized + 'static {
         not_implemented::<(Self::Qp, u32)>()
     }
 
-    /// Modifies the attributes of `qp` that `mask` names.
+    /// Modifies the attributes of `qp` that `mask` names: those `attr` has (`Some`).
     fn modify_qp(
         _dev: &Device<Self>,
         _qp: &Qp<Self>,
-        _attr: &QpAttr,
+        _attr: &QpModifyAttr,
         _mask: QpAttrMask,
         _udata: Option<&mut UData>,
     ) -> Result {
@@ -349,13 +349,14 @@ pub trait Operations: Send + Sync + Sized + 'static {
         not_implemented::<Self::Srq>()
     }
 
-    /// Modifies the attributes of `srq` that `mask` names (see [`srq_attr_mask`]).
+    /// Modifies the attributes of `srq` that `mask` names (see [`srq_attr_mask`]): those `attr`
+    /// has (`Some`). `mask` is the caller's, unchecked: it may have bits that name nothing.
     ///
     /// [`srq_attr_mask`]: super::srq_attr_mask
     fn modify_srq(
         _dev: &Device<Self>,
         _srq: &Srq<Self>,
-        _attr: &SrqAttr,
+        _attr: &SrqModifyAttr,
         _mask: u32,
         _udata: Option<&mut UData>,
     ) -> Result {

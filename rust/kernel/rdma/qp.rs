@@ -181,13 +181,13 @@ impl<T: Operations> QpInitAttr<T> {
     }
 }
 
-/// QP attributes (C's `struct ib_qp_attr`), for modify (with a mask saying which are meant) and
-/// query.
+/// QP attributes (C's `struct ib_qp_attr`), as a query reports them (a modify gets a
+/// [`QpModifyAttr`]).
 #[derive(Clone, Copy, Default, Debug)]
 pub struct QpAttr {
-    /// The state to move to (with [`QpAttrFlag::State`]) / the current state (query).
+    /// The current state.
     pub qp_state: QpState,
-    /// The state the consumer believes the QP is in (with [`QpAttrFlag::CurState`]).
+    /// The current state, again (C reports it in both fields).
     pub cur_qp_state: QpState,
     /// Path MTU (C's `enum ib_mtu`).
     pub path_mtu: u32,
@@ -201,7 +201,7 @@ pub struct QpAttr {
     pub sq_psn: u32,
     /// Destination QP number.
     pub dest_qp_num: u32,
-    /// What remote peers may do (with [`QpAttrFlag::AccessFlags`]).
+    /// What remote peers may do.
     pub qp_access_flags: AccessFlags,
     /// Queue sizes.
     pub cap: QpCap,
@@ -215,7 +215,7 @@ pub struct QpAttr {
     pub alt_pkey_index: u16,
     /// Ask for an event when the send queue drained.
     pub en_sqd_async_notify: u8,
-    /// Whether the send queue is draining (query).
+    /// Whether the send queue is draining.
     pub sq_draining: u8,
     /// Outstanding RDMA reads/atomics as initiator.
     pub max_rd_atomic: u8,
@@ -239,51 +239,150 @@ pub struct QpAttr {
     pub rate_limit: u32,
 }
 
-impl QpAttr {
-    /// The attributes of a modify with `mask`: a state the mask names must be one; the states
-    /// it does not name read as RESET.
-    pub(super) fn from_raw(a: &bindings::ib_qp_attr, mask: QpAttrMask) -> Result<Self> {
-        let state = |raw, flag| {
-            if mask.contains(flag) {
-                QpState::from_raw(raw).ok_or(EINVAL)
-            } else {
-                Ok(QpState::Reset)
+/// The alternate path of a QP (the fields of C's `struct ib_qp_attr` that `IB_QP_ALT_PATH`
+/// names).
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct QpAltPath {
+    /// The address vector.
+    pub ah_attr: AhAttr,
+    /// P_Key index.
+    pub pkey_index: u16,
+    /// Port.
+    pub port_num: u32,
+    /// Local ACK timeout.
+    pub timeout: u8,
+}
+
+/// The attributes a modify sets (C's `struct ib_qp_attr` with the mask naming them): each is
+/// `Some` exactly when the modify's [`QpAttrMask`] names its [`QpAttrFlag`].
+///
+/// The attributes the mask does not name are not read from C at all: callers set only those
+/// the mask names (rdma_cm modifies with an `ib_qp_attr` on its stack), the others may be
+/// uninitialised.
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct QpModifyAttr {
+    /// The state to move to ([`QpAttrFlag::State`]).
+    pub qp_state: Option<QpState>,
+    /// The state the consumer believes the QP is in ([`QpAttrFlag::CurState`]).
+    pub cur_qp_state: Option<QpState>,
+    /// Ask for an event when the send queue drained ([`QpAttrFlag::EnSqdAsyncNotify`]).
+    pub en_sqd_async_notify: Option<u8>,
+    /// What remote peers may do ([`QpAttrFlag::AccessFlags`]).
+    pub qp_access_flags: Option<AccessFlags>,
+    /// P_Key index ([`QpAttrFlag::PkeyIndex`]).
+    pub pkey_index: Option<u16>,
+    /// Port ([`QpAttrFlag::Port`]).
+    pub port_num: Option<u32>,
+    /// Q_Key, UD ([`QpAttrFlag::Qkey`]).
+    pub qkey: Option<u32>,
+    /// Primary path ([`QpAttrFlag::Av`]).
+    pub ah_attr: Option<AhAttr>,
+    /// Path MTU, C's `enum ib_mtu` ([`QpAttrFlag::PathMtu`]).
+    pub path_mtu: Option<u32>,
+    /// Local ACK timeout ([`QpAttrFlag::Timeout`]).
+    pub timeout: Option<u8>,
+    /// Retry count ([`QpAttrFlag::RetryCnt`]).
+    pub retry_cnt: Option<u8>,
+    /// RNR retry count ([`QpAttrFlag::RnrRetry`]).
+    pub rnr_retry: Option<u8>,
+    /// Receive PSN ([`QpAttrFlag::RqPsn`]).
+    pub rq_psn: Option<u32>,
+    /// Outstanding RDMA reads/atomics as initiator ([`QpAttrFlag::MaxQpRdAtomic`]).
+    pub max_rd_atomic: Option<u8>,
+    /// Alternate path ([`QpAttrFlag::AltPath`]).
+    pub alt_path: Option<QpAltPath>,
+    /// RNR NAK timer ([`QpAttrFlag::MinRnrTimer`]).
+    pub min_rnr_timer: Option<u8>,
+    /// Send PSN ([`QpAttrFlag::SqPsn`]).
+    pub sq_psn: Option<u32>,
+    /// Outstanding RDMA reads/atomics as responder ([`QpAttrFlag::MaxDestRdAtomic`]).
+    pub max_dest_rd_atomic: Option<u8>,
+    /// Path migration state ([`QpAttrFlag::PathMigState`]).
+    pub path_mig_state: Option<u32>,
+    /// Queue sizes ([`QpAttrFlag::Cap`]).
+    pub cap: Option<QpCap>,
+    /// Destination QP number ([`QpAttrFlag::DestQpn`]).
+    pub dest_qp_num: Option<u32>,
+}
+
+impl QpModifyAttr {
+    /// The attributes of a modify with `mask`, read from `a`: only the fields `mask` names are
+    /// read. A state or access flags the mask names must be valid ones, or the modify is
+    /// refused with `EINVAL`.
+    ///
+    /// # Safety
+    ///
+    /// For the duration of the call, the fields of `*a` that `mask` names (all of `ah_attr` and
+    /// `cap` if named, the four `alt_*` fields for [`QpAttrFlag::AltPath`]) must be valid for
+    /// reads and initialised. The other fields may be uninitialised.
+    pub(super) unsafe fn from_raw(
+        a: *const bindings::ib_qp_attr,
+        mask: QpAttrMask,
+    ) -> Result<Self> {
+        // The field `$field` of `*a` if the mask names `$flag`. Only that field is read, through
+        // a raw place: no reference to the whole struct, whose other fields may be
+        // uninitialised, is formed.
+        macro_rules! read {
+            ($flag:ident, $field:ident) => {
+                if mask.contains(QpAttrFlag::$flag) {
+                    // SAFETY: The mask names the field, so the caller guarantees it is valid for
+                    // reads and initialised; `&raw const` only computes its address.
+                    Some(unsafe { (&raw const (*a).$field).read() })
+                } else {
+                    None
+                }
+            };
+        }
+        let state = |raw: Option<u32>| raw.map(|s| QpState::from_raw(s).ok_or(EINVAL)).transpose();
+        let access = read!(AccessFlags, qp_access_flags)
+            .map(|f| AccessFlags::from_raw(f as u32).ok_or(EINVAL))
+            .transpose()?;
+        let ah_attr = mask.contains(QpAttrFlag::Av).then(|| {
+            // SAFETY: The mask names the address vector, so the caller guarantees all of it is
+            // initialised (the core's address vectors are built whole: zeroed, then set); the
+            // reference is to that field only, not to the whole `*a`.
+            AhAttr::from_raw(unsafe { &(*a).ah_attr })
+        });
+        let alt_path = mask.contains(QpAttrFlag::AltPath).then(|| {
+            // SAFETY: The mask names the alternate path, so the caller guarantees its four
+            // fields are initialised, as `ah_attr` above; only they are read (the reference is
+            // to `alt_ah_attr` only).
+            unsafe {
+                QpAltPath {
+                    ah_attr: AhAttr::from_raw(&(*a).alt_ah_attr),
+                    pkey_index: (&raw const (*a).alt_pkey_index).read(),
+                    port_num: (&raw const (*a).alt_port_num).read(),
+                    timeout: (&raw const (*a).alt_timeout).read(),
+                }
             }
-        };
+        });
         Ok(Self {
-            qp_state: state(a.qp_state, QpAttrFlag::State)?,
-            cur_qp_state: state(a.cur_qp_state, QpAttrFlag::CurState)?,
-            path_mtu: a.path_mtu,
-            path_mig_state: a.path_mig_state,
-            qkey: a.qkey,
-            rq_psn: a.rq_psn,
-            sq_psn: a.sq_psn,
-            dest_qp_num: a.dest_qp_num,
-            qp_access_flags: if mask.contains(QpAttrFlag::AccessFlags) {
-                AccessFlags::from_raw(a.qp_access_flags as u32).ok_or(EINVAL)?
-            } else {
-                AccessFlags::empty()
-            },
-            cap: QpCap::from_raw(&a.cap),
-            ah_attr: AhAttr::from_raw(&a.ah_attr),
-            alt_ah_attr: AhAttr::from_raw(&a.alt_ah_attr),
-            pkey_index: a.pkey_index,
-            alt_pkey_index: a.alt_pkey_index,
-            en_sqd_async_notify: a.en_sqd_async_notify,
-            sq_draining: a.sq_draining,
-            max_rd_atomic: a.max_rd_atomic,
-            max_dest_rd_atomic: a.max_dest_rd_atomic,
-            min_rnr_timer: a.min_rnr_timer,
-            port_num: a.port_num,
-            timeout: a.timeout,
-            retry_cnt: a.retry_cnt,
-            rnr_retry: a.rnr_retry,
-            alt_port_num: a.alt_port_num,
-            alt_timeout: a.alt_timeout,
-            rate_limit: a.rate_limit,
+            qp_state: state(read!(State, qp_state))?,
+            cur_qp_state: state(read!(CurState, cur_qp_state))?,
+            en_sqd_async_notify: read!(EnSqdAsyncNotify, en_sqd_async_notify),
+            qp_access_flags: access,
+            pkey_index: read!(PkeyIndex, pkey_index),
+            port_num: read!(Port, port_num),
+            qkey: read!(Qkey, qkey),
+            ah_attr,
+            path_mtu: read!(PathMtu, path_mtu),
+            timeout: read!(Timeout, timeout),
+            retry_cnt: read!(RetryCnt, retry_cnt),
+            rnr_retry: read!(RnrRetry, rnr_retry),
+            rq_psn: read!(RqPsn, rq_psn),
+            max_rd_atomic: read!(MaxQpRdAtomic, max_rd_atomic),
+            alt_path,
+            min_rnr_timer: read!(MinRnrTimer, min_rnr_timer),
+            sq_psn: read!(SqPsn, sq_psn),
+            max_dest_rd_atomic: read!(MaxDestRdAtomic, max_dest_rd_atomic),
+            path_mig_state: read!(PathMigState, path_mig_state),
+            cap: read!(Cap, cap).map(|c| QpCap::from_raw(&c)),
+            dest_qp_num: read!(DestQpn, dest_qp_num),
         })
     }
+}
 
+impl QpAttr {
     pub(super) fn write_raw(&self, a: &mut bindings::ib_qp_attr) {
         a.qp_state = self.qp_state.as_raw();
         a.cur_qp_state = self.cur_qp_state.as_raw();
@@ -375,12 +474,12 @@ impl QpState {
 }
 
 crate::impl_flags!(
-    /// Which attributes of a [`QpAttr`] a modify or query concerns (C's
+    /// Which attributes a modify sets ([`QpModifyAttr`]) or a query concerns (C's
     /// `enum ib_qp_attr_mask`, the attributes of the IB spec).
     #[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
     pub struct QpAttrMask(u32);
 
-    /// One attribute of a [`QpAttr`] (C's `IB_QP_*`).
+    /// One attribute of a QP (C's `IB_QP_*`).
     #[derive(Clone, Copy, PartialEq, Eq, Debug)]
     pub enum QpAttrFlag {
         /// `qp_state`.
@@ -552,5 +651,117 @@ impl<T: Operations> Qp<T> {
                 |e| e.qp = qp,
             )
         }
+    }
+}
+
+#[cfg(CONFIG_RUST_INFINIBAND_KUNIT_TEST)]
+#[macros::kunit_tests(rust_rdma_modify_qp_attr)]
+mod tests {
+    use super::*;
+    use core::mem::MaybeUninit;
+
+    /// Garbage as a consumer's stack holds it: no QP state, MTU or set of access flags.
+    const GARBAGE: u8 = 0xad;
+
+    /// The attributes of a modify with `mask`, in an `ib_qp_attr` that `set` writes the named
+    /// fields of and whose other bytes are [`GARBAGE`]. (Garbage rather than uninitialised
+    /// memory: were an unnamed field read, the test would see it, where reading uninitialised
+    /// memory would be undefined.)
+    fn modify(
+        mask: QpAttrMask,
+        set: impl FnOnce(&mut bindings::ib_qp_attr),
+    ) -> Result<QpModifyAttr> {
+        let mut named = bindings::ib_qp_attr::default();
+        set(&mut named);
+        let mut a = MaybeUninit::<bindings::ib_qp_attr>::uninit();
+        let p = a.as_mut_ptr();
+        // SAFETY: `p` is valid for writes of one `ib_qp_attr`, which the writes fill (garbage,
+        // then the named fields); so every field `from_raw` may read is initialised.
+        unsafe {
+            p.write_bytes(GARBAGE, 1);
+            if mask.contains(QpAttrFlag::State) {
+                (&raw mut (*p).qp_state).write(named.qp_state);
+            }
+            if mask.contains(QpAttrFlag::CurState) {
+                (&raw mut (*p).cur_qp_state).write(named.cur_qp_state);
+            }
+            if mask.contains(QpAttrFlag::AccessFlags) {
+                (&raw mut (*p).qp_access_flags).write(named.qp_access_flags);
+            }
+            if mask.contains(QpAttrFlag::PkeyIndex) {
+                (&raw mut (*p).pkey_index).write(named.pkey_index);
+            }
+            if mask.contains(QpAttrFlag::Port) {
+                (&raw mut (*p).port_num).write(named.port_num);
+            }
+            if mask.contains(QpAttrFlag::Av) {
+                (&raw mut (*p).ah_attr).write(named.ah_attr);
+            }
+            QpModifyAttr::from_raw(p, mask)
+        }
+    }
+
+    /// A modify reads the fields its mask names and nothing else: garbage in the others (an
+    /// invalid state, an unknown MTU, access flags no right has) neither refuses the modify nor
+    /// reaches the driver.
+    #[test]
+    fn unnamed_fields_are_not_read() {
+        let attr = modify(QpAttrFlag::PkeyIndex.into(), |a| a.pkey_index = 3);
+        let pkey_only = QpModifyAttr {
+            pkey_index: Some(3),
+            ..Default::default()
+        };
+        assert_eq!(attr, Ok(pkey_only));
+
+        // RESET -> INIT of an RC QP.
+        let mask =
+            QpAttrFlag::State | QpAttrFlag::PkeyIndex | QpAttrFlag::Port | QpAttrFlag::AccessFlags;
+        let attr = modify(mask, |a| {
+            a.qp_state = bindings::ib_qp_state_IB_QPS_INIT;
+            a.pkey_index = 0;
+            a.port_num = 1;
+            a.qp_access_flags = bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE as i32;
+        });
+        let init = QpModifyAttr {
+            qp_state: Some(QpState::Init),
+            pkey_index: Some(0),
+            port_num: Some(1),
+            qp_access_flags: AccessFlags::from_raw(
+                bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE,
+            ),
+            ..Default::default()
+        };
+        assert_eq!(attr, Ok(init));
+
+        // A path: the primary one, not the alternate one.
+        let attr = modify(QpAttrFlag::Av.into(), |a| {
+            a.ah_attr.type_ = bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE;
+            a.ah_attr.sl = 2;
+        });
+        let av_only = QpModifyAttr {
+            ah_attr: Some(AhAttr {
+                sl: 2,
+                roce: true,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        assert_eq!(attr, Ok(av_only));
+    }
+
+    /// A state or access flags the mask names are still checked.
+    #[test]
+    fn named_invalid_values_are_refused() {
+        let bad_state = |a: &mut bindings::ib_qp_attr| {
+            a.qp_state = 0xdead;
+            a.cur_qp_state = 0xdead;
+        };
+        assert_eq!(modify(QpAttrFlag::State.into(), bad_state), Err(EINVAL));
+        assert_eq!(modify(QpAttrFlag::CurState.into(), bad_state), Err(EINVAL));
+        let unknown_right = |a: &mut bindings::ib_qp_attr| a.qp_access_flags = 1 << 15;
+        assert_eq!(
+            modify(QpAttrFlag::AccessFlags.into(), unknown_right),
+            Err(EINVAL)
+        );
     }
 }

@@ -8,7 +8,8 @@
 
 use crate::abi::{self, wc_opcode as dev_wc, wr_opcode as dev_wr};
 use kernel::rdma::{
-    AccessFlags, AhAttr, Gid, NetworkType, QpAttr, QpCap, QpState, WcFlags, WcOpcode, WcStatus,
+    AccessFlags, AhAttr, Gid, NetworkType, QpAttr, QpCap, QpModifyAttr, QpState, WcFlags,
+    WcOpcode, WcStatus,
     WrOpcode,
 };
 
@@ -145,35 +146,37 @@ fn port_u8(port: u32) -> u8 {
     port.min(u8::MAX.into()) as u8
 }
 
-/// The device's QP attributes for the core's (C's `pvrdma_modify_qp` body).
-pub(crate) fn qp_attr_to_pvrdma(a: &QpAttr) -> abi::QpAttr {
+/// The device's QP attributes for those a modify sets (C's `pvrdma_modify_qp` body); the device
+/// reads only those the command's mask names, the others are zero.
+pub(crate) fn qp_attr_to_pvrdma(a: &QpModifyAttr) -> abi::QpAttr {
+    let alt = a.alt_path.unwrap_or_default();
     abi::QpAttr {
-        qp_state: a.qp_state.as_raw(),
-        cur_qp_state: a.cur_qp_state.as_raw(),
-        path_mtu: a.path_mtu,
-        path_mig_state: a.path_mig_state,
-        qkey: a.qkey,
-        rq_psn: a.rq_psn,
-        sq_psn: a.sq_psn,
-        dest_qp_num: a.dest_qp_num,
-        qp_access_flags: a.qp_access_flags.as_raw(),
-        pkey_index: a.pkey_index,
-        alt_pkey_index: a.alt_pkey_index,
-        en_sqd_async_notify: a.en_sqd_async_notify,
-        sq_draining: a.sq_draining,
-        max_rd_atomic: a.max_rd_atomic,
-        max_dest_rd_atomic: a.max_dest_rd_atomic,
-        min_rnr_timer: a.min_rnr_timer,
-        port_num: port_u8(a.port_num),
-        timeout: a.timeout,
-        retry_cnt: a.retry_cnt,
-        rnr_retry: a.rnr_retry,
-        alt_port_num: port_u8(a.alt_port_num),
-        alt_timeout: a.alt_timeout,
+        qp_state: a.qp_state.unwrap_or_default().as_raw(),
+        cur_qp_state: a.cur_qp_state.unwrap_or_default().as_raw(),
+        path_mtu: a.path_mtu.unwrap_or_default(),
+        path_mig_state: a.path_mig_state.unwrap_or_default(),
+        qkey: a.qkey.unwrap_or_default(),
+        rq_psn: a.rq_psn.unwrap_or_default(),
+        sq_psn: a.sq_psn.unwrap_or_default(),
+        dest_qp_num: a.dest_qp_num.unwrap_or_default(),
+        qp_access_flags: a.qp_access_flags.unwrap_or_default().as_raw(),
+        pkey_index: a.pkey_index.unwrap_or_default(),
+        alt_pkey_index: alt.pkey_index,
+        en_sqd_async_notify: a.en_sqd_async_notify.unwrap_or_default(),
+        sq_draining: 0,
+        max_rd_atomic: a.max_rd_atomic.unwrap_or_default(),
+        max_dest_rd_atomic: a.max_dest_rd_atomic.unwrap_or_default(),
+        min_rnr_timer: a.min_rnr_timer.unwrap_or_default(),
+        port_num: port_u8(a.port_num.unwrap_or_default()),
+        timeout: a.timeout.unwrap_or_default(),
+        retry_cnt: a.retry_cnt.unwrap_or_default(),
+        rnr_retry: a.rnr_retry.unwrap_or_default(),
+        alt_port_num: port_u8(alt.port_num),
+        alt_timeout: alt.timeout,
         reserved: [0; 5],
-        cap: cap_to_pvrdma(&a.cap),
-        ah_attr: ah_attr_to_pvrdma(&a.ah_attr),
-        alt_ah_attr: ah_attr_to_pvrdma(&a.alt_ah_attr),
+        cap: cap_to_pvrdma(&a.cap.unwrap_or_default()),
+        ah_attr: ah_attr_to_pvrdma(&a.ah_attr.unwrap_or_default()),
+        alt_ah_attr: ah_attr_to_pvrdma(&alt.ah_attr),
     }
 }
 

@@ -21,8 +21,8 @@ use kernel::{
     page::PAGE_SIZE,
     prelude::*,
     rdma::{
-        self, QpAttr, QpAttrFlag as Attr, QpAttrMask, QpCap, QpInitAttr, QpQuery, QpState, QpType,
-        ResEntry, TableIndex, UData, Umem, UserContext,
+        self, QpAttrMask, QpCap, QpInitAttr, QpModifyAttr, QpQuery, QpState, QpType, ResEntry,
+        TableIndex, UData, Umem, UserContext,
     },
     sync::{Mutex, SpinLockIrq},
 };
@@ -423,44 +423,35 @@ impl Qp {
     pub(crate) fn modify(
         &self,
         dev: &rdma::Device<IbDev>,
-        attr: &QpAttr,
+        attr: &QpModifyAttr,
         attr_mask: QpAttrMask,
     ) -> Result {
         let _guard = self.modify.lock();
-        let cur = if attr_mask.contains(Attr::CurState) {
-            attr.cur_qp_state
-        } else {
-            self.state()
-        };
-        let next = if attr_mask.contains(Attr::State) {
-            attr.qp_state
-        } else {
-            cur
-        };
+        let cur = attr.cur_qp_state.unwrap_or_else(|| self.state());
+        let next = attr.qp_state.unwrap_or(cur);
         if !rdma::modify_qp_is_ok(cur, next, self.qp_type, attr_mask) {
             return Err(EINVAL);
         }
-        if attr_mask.contains(Attr::Port) && attr.port_num != crate::abi::PORT {
-            return Err(EINVAL);
-        }
-        if attr_mask.contains(Attr::MinRnrTimer) && attr.min_rnr_timer > 31 {
-            return Err(EINVAL);
-        }
-        if attr_mask.contains(Attr::PkeyIndex)
-            && u32::from(attr.pkey_index) >= u32::from(dev.caps.max_pkeys)
+        if attr.port_num.is_some_and(|port| port != crate::abi::PORT)
+            || attr.min_rnr_timer.is_some_and(|timer| timer > 31)
+            || attr
+                .pkey_index
+                .is_some_and(|index| u32::from(index) >= u32::from(dev.caps.max_pkeys))
         {
             return Err(EINVAL);
         }
-        check_attr_ranges(attr, attr_mask)?;
-        if attr_mask.contains(Attr::MaxDestRdAtomic)
-            && u32::from(attr.max_dest_rd_atomic) > rd_atomic_limit(dev.caps.max_qp_rd_atom)
-            || attr_mask.contains(Attr::MaxQpRdAtomic)
-                && u32::from(attr.max_rd_atomic) > rd_atomic_limit(dev.caps.max_qp_init_rd_atom)
+        check_attr_ranges(attr)?;
+        if attr
+            .max_dest_rd_atomic
+            .is_some_and(|n| u32::from(n) > rd_atomic_limit(dev.caps.max_qp_rd_atom))
+            || attr
+                .max_rd_atomic
+                .is_some_and(|n| u32::from(n) > rd_atomic_limit(dev.caps.max_qp_init_rd_atom))
         {
             return Err(EINVAL);
         }
-        if attr_mask.contains(Attr::Qkey) {
-            self.qkey.store(attr.qkey, Ordering::Relaxed);
+        if let Some(qkey) = attr.qkey {
+            self.qkey.store(qkey, Ordering::Relaxed);
         }
         if cur == next && cur == QpState::Reset {
             return Ok(());
@@ -563,18 +554,17 @@ fn rd_atomic_limit(reported: u32) -> u32 {
 
 /// Checks the attributes whose range the IB spec fixes (the C driver passes them to the device
 /// unchecked).
-fn check_attr_ranges(attr: &QpAttr, attr_mask: QpAttrMask) -> Result {
-    let bad = |flag: Attr, ok: bool| attr_mask.contains(flag) && !ok;
-    if bad(
-        Attr::AccessFlags,
-        attr.qp_access_flags.as_raw() & !abi::access::ALL == 0,
-    ) || bad(
-        Attr::PathMtu,
-        (abi::mtu::MTU_256..=abi::mtu::MTU_4096).contains(&attr.path_mtu),
-    ) || bad(Attr::RetryCnt, attr.retry_cnt <= 7)
-        || bad(Attr::RnrRetry, attr.rnr_retry <= 7)
-        || bad(Attr::Timeout, attr.timeout <= 31)
-    {
+fn check_attr_ranges(attr: &QpModifyAttr) -> Result {
+    let ok = attr
+        .qp_access_flags
+        .is_none_or(|flags| flags.as_raw() & !abi::access::ALL == 0)
+        && attr
+            .path_mtu
+            .is_none_or(|mtu| (abi::mtu::MTU_256..=abi::mtu::MTU_4096).contains(&mtu))
+        && attr.retry_cnt.is_none_or(|n| n <= 7)
+        && attr.rnr_retry.is_none_or(|n| n <= 7)
+        && attr.timeout.is_none_or(|t| t <= 31);
+    if !ok {
         return Err(EINVAL);
     }
     Ok(())

@@ -7,7 +7,9 @@ use crate::{abi::*, device::IbDev, pdir::PageDir};
 use kernel::{
     page::PAGE_SIZE,
     prelude::*,
-    rdma::{self, srq_attr_mask, ResEntry, SrqAttr, SrqType, TableIndex, UData, Umem},
+    rdma::{
+        self, srq_attr_mask, ResEntry, SrqAttr, SrqModifyAttr, SrqType, TableIndex, UData, Umem,
+    },
 };
 
 /// An SRQ: the device's handle and its ring in user memory.
@@ -112,18 +114,24 @@ impl Srq {
     }
 
     /// Modifies an SRQ: only arming its limit is supported.
-    pub(crate) fn modify(&self, dev: &rdma::Device<IbDev>, attr: &SrqAttr, mask: u32) -> Result {
+    pub(crate) fn modify(
+        &self,
+        dev: &rdma::Device<IbDev>,
+        attr: &SrqModifyAttr,
+        mask: u32,
+    ) -> Result {
         // The limit is all the device can change. A change of nothing is refused, as C does; so
         // is a resize (`MAX_WR`), which C passes on with the limit: the device's ring, laid out
         // at creation in the provider's buffer, cannot grow.
-        if mask != srq_attr_mask::LIMIT {
-            return Err(EINVAL);
-        }
+        let srq_limit = match attr.srq_limit {
+            Some(limit) if mask == srq_attr_mask::LIMIT => limit,
+            _ => return Err(EINVAL),
+        };
         let cmd = CmdModifySrq {
             srq_handle: self.handle,
             attr_mask: mask,
             attrs: crate::abi::SrqAttr {
-                srq_limit: attr.srq_limit,
+                srq_limit,
                 ..Default::default()
             },
             ..Default::default()

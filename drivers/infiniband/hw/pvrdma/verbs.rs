@@ -21,9 +21,9 @@ use kernel::{
     prelude::*,
     rdma::{
         self, AccessFlags, AhAttr, CqInitAttr, DeviceAttr, FwVersion, Gid, GidAttr, LinkLayer,
-        MrKeys, MrType, NotifyFlags, PortAttr, PortImmutable, QpAttr, QpAttrMask, QpInitAttr,
-        QpQuery, RecvWrs, ResEntry, SendWrs, SrqAttr, SrqType, UData, UserContext, UserCqBuffer,
-        Vma, WcSink,
+        MrKeys, MrType, NotifyFlags, PortAttr, PortImmutable, QpAttrMask, QpInitAttr, QpModifyAttr,
+        QpQuery, RecvWrs, ResEntry, SendWrs, SrqAttr, SrqModifyAttr, SrqType, UData, UserContext,
+        UserCqBuffer, Vma, WcSink,
     },
 };
 
@@ -219,7 +219,7 @@ impl rdma::Operations for IbDev {
     fn modify_qp(
         dev: &rdma::Device<Self>,
         qp: &rdma::Qp<Self>,
-        attr: &QpAttr,
+        attr: &QpModifyAttr,
         mask: QpAttrMask,
         _udata: Option<&mut UData>,
     ) -> Result {
@@ -260,7 +260,7 @@ impl rdma::Operations for IbDev {
     fn modify_srq(
         dev: &rdma::Device<Self>,
         srq: &rdma::Srq<Self>,
-        attr: &SrqAttr,
+        attr: &SrqModifyAttr,
         mask: u32,
         _udata: Option<&mut UData>,
     ) -> Result {

@@ -4,7 +4,7 @@
 
 use super::super::{
     objects::Pd,
-    qp::{Qp, QpAttr, QpAttrMask, QpInitAttr, QpStorage},
+    qp::{Qp, QpAttrMask, QpInitAttr, QpModifyAttr, QpStorage},
 };
 use super::tabled::tabled_kind;
 use super::{Adapter, Operations};
@@ -61,12 +61,15 @@ impl<T: Operations> Adapter<T> {
         from_result(|| {
             // Attributes beyond the IB spec's are not offered to drivers.
             let mask = QpAttrMask::from_raw(mask as u32).ok_or(EOPNOTSUPP)?;
-            // SAFETY: The core passes a live QP of one of `T`'s devices and valid attributes.
+            // SAFETY: The core passes a live QP of one of `T`'s devices, and attributes whose
+            // fields the mask names are set (`ib_modify_qp()`'s contract); the others may be
+            // uninitialised (rdma_cm's are on its stack), and `from_raw` reads only the named
+            // ones, through raw pointers.
             let (dev, qp, attr, (_, udata)) = unsafe {
                 (
                     Self::dev((*ibqp).device),
                     Qp::<T>::from_raw(ibqp),
-                    QpAttr::from_raw(&*attr, mask)?,
+                    QpModifyAttr::from_raw(attr, mask)?,
                     Self::user(udata),
                 )
             };

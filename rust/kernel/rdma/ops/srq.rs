@@ -4,7 +4,7 @@
 
 use super::super::{
     objects::Pd,
-    srq::{Srq, SrqAttr, SrqStorage, SrqType},
+    srq::{Srq, SrqAttr, SrqModifyAttr, SrqStorage, SrqType},
 };
 use super::tabled::tabled_kind;
 use super::{Adapter, Operations};
@@ -65,12 +65,14 @@ impl<T: Operations> Adapter<T> {
         udata: *mut bindings::ib_udata,
     ) -> c_int {
         from_result(|| {
-            // SAFETY: The core passes a live SRQ of one of `T`'s devices and valid attributes.
+            // SAFETY: The core passes a live SRQ of one of `T`'s devices, and attributes whose
+            // fields the mask names are set; the others may be uninitialised (uverbs leaves
+            // `max_sge` so), and `from_raw` reads only the named ones, through raw pointers.
             let (dev, srq, attr, (_, udata)) = unsafe {
                 (
                     Self::dev((*ibsrq).device),
                     Srq::<T>::from_raw(ibsrq),
-                    SrqAttr::from_raw(&*attr),
+                    SrqModifyAttr::from_raw(attr, mask),
                     Self::user(udata),
                 )
             };
