@@ -609,8 +609,9 @@ impl<T: Operations> Adapter<T> {
     unsafe fn user<'a>(
         udata: *mut bindings::ib_udata,
     ) -> (Option<&'a UserContext<T>>, Option<&'a mut UData>) {
-        // SAFETY: Guaranteed by the caller; a uverbs call's context is live and belongs to the
-        // device the call is on (driver `T`).
+        // SAFETY: Guaranteed by the caller; the udata of a uverbs call is the `driver_udata` of
+        // its attribute bundle (the core passes no other to a driver), and the call's context is
+        // live and belongs to the device the call is on (driver `T`).
         unsafe {
             let ctx = bindings::rdma_udata_to_ucontext(udata);
             (

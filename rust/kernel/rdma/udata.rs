@@ -4,12 +4,12 @@
 
 use crate::{
     bindings,
-    error::{code::EINVAL, Result},
+    error::{code::EINVAL, to_result, Result},
     transmute::{AsBytes, FromBytes},
     types::Opaque,
     uaccess::{UserPtr, UserSlice},
 };
-use core::mem::size_of;
+use core::mem::{size_of, MaybeUninit};
 
 /// The driver-specific request and response buffers of a verbs call.
 ///
@@ -17,14 +17,16 @@ use core::mem::size_of;
 ///
 /// # Invariants
 ///
-/// Wraps a valid `struct ib_udata` for the duration of a callback.
+/// Wraps the `driver_udata` of the `struct uverbs_attr_bundle` of a uverbs call in progress, valid
+/// for the duration of a callback.
 #[repr(transparent)]
 pub struct UData(Opaque<bindings::ib_udata>);
 
 impl UData {
     /// # Safety
     ///
-    /// `ptr` must be valid for `'a`.
+    /// `ptr` must be the `driver_udata` of the attribute bundle of a uverbs call in progress,
+    /// valid for `'a`.
     pub(super) unsafe fn from_raw<'a>(ptr: *mut bindings::ib_udata) -> &'a mut Self {
         // SAFETY: Transparent wrapper; validity guaranteed by the caller.
         unsafe { &mut *ptr.cast() }
@@ -46,18 +48,31 @@ impl UData {
         self.raw().outlen
     }
 
-    /// Reads the request as a `T`. Fails with `EINVAL` if user space passed fewer bytes; extra
-    /// bytes (from a newer user ABI) are ignored.
+    /// Reads the request as a `T`, as C's `ib_copy_validate_udata_in()` does with all of `T` as
+    /// the minimum. Fails with `EINVAL` if user space passed fewer bytes than a `T`, with
+    /// `EOPNOTSUPP` if it passed more and any byte after the `T` is not zero, and with `EFAULT`
+    /// if the request is not readable.
+    ///
+    /// A longer request is how a newer user space asks for what a newer kernel added at the end
+    /// of the struct. Refusing it when those bytes are set, the rule of the RDMA core's udata
+    /// helpers (see `struct ib_udata` in [`include/rdma/ib_verbs.h`]), lets that user space learn
+    /// that this kernel lacks the feature instead of having its request silently done without
+    /// it. Zeros there ask for nothing new, so such a request is taken.
+    ///
+    /// [`include/rdma/ib_verbs.h`]: srctree/include/rdma/ib_verbs.h
     pub fn read<T: FromBytes>(&self) -> Result<T> {
-        if self.in_len() < size_of::<T>() {
-            return Err(EINVAL);
-        }
-        UserSlice::new(
-            UserPtr::from_addr(self.raw().inbuf as usize),
-            size_of::<T>(),
-        )
-        .reader()
-        .read::<T>()
+        let mut req = MaybeUninit::<T>::uninit();
+        let size = size_of::<T>();
+        // SAFETY: By the type invariant `self.0` is the `driver_udata` of a uverbs call's
+        // attribute bundle, which the function's debug messages find the device through; it
+        // reads `inlen` bytes at `inbuf` with checked user copies only. `req` is valid for
+        // writes of `size` bytes.
+        to_result(unsafe {
+            bindings::_ib_copy_validate_udata_in(self.0.get(), req.as_mut_ptr().cast(), size, size)
+        })?;
+        // SAFETY: The call succeeded with `inlen >= size`, so `copy_struct_from_user()` wrote
+        // all `size` bytes of `req`; `T: FromBytes` makes any bytes a valid `T`.
+        Ok(unsafe { req.assume_init() })
     }
 
     /// Writes the response `value`. Fails with `EINVAL`, writing nothing, if user space gave

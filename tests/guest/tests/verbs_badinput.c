@@ -11,9 +11,10 @@
  * libibverbs calls that go to the kernel unchanged (modify_qp, dealloc_pd,
  * destroy_*).
  *
- * Groups: invalid udata lengths and bogus ring buffers; zero and huge sizes;
- * unaligned buffers; unknown handles and handles of another context; bad QP
- * attributes; destroying objects still in use; the kernel's data-path
+ * Groups: invalid udata lengths and bogus ring buffers; requests longer than
+ * the provider's struct, with a byte set past it or all zeros; zero and huge
+ * sizes; unaligned buffers; unknown handles and handles of another context;
+ * bad QP attributes; destroying objects still in use; the kernel's data-path
  * commands (POST_SEND, POST_RECV, POLL_CQ, ...) on user QPs and CQs, whose
  * kernel rings do not exist (the core refuses these write commands unless a
  * driver adds them to its uverbs_cmd_mask, which neither driver may do).
@@ -36,6 +37,7 @@
 #include <rdma/ib_user_verbs.h>
 #include <rdma/vmw_pvrdma-abi.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -879,6 +881,93 @@ static int srq_pd_other_context(char *note, size_t len)
     return srq_create_then_destroy(&c, sizeof(c), note, len);
 }
 
+/* ---- Requests longer than the provider's struct ---- */
+
+/*
+ * A valid CREATE_CQ, CREATE_QP or CREATE_SRQ (@cmd, @cmd_len bytes: the core's
+ * struct, then the provider's) followed by 8 more udata bytes, @tail: how a
+ * newer provider would ask for something it added at the end of its struct.
+ * The RDMA core's rule for udata (include/rdma/ib_verbs.h, struct ib_udata):
+ * a longer request is taken if the bytes the kernel does not know are zero,
+ * and refused with EOPNOTSUPP otherwise, so that the provider learns this
+ * kernel lacks the feature rather than having it silently ignored. Linux
+ * 7.3's C driver reads these three requests with ib_copy_validate_udata_in(),
+ * which follows it, and the Rust driver with UData::read, which calls the
+ * same: neither is excused. The core's response (in resp_area) holds the new
+ * object's handle at @handle_at; @destroy destroys an accepted object again.
+ */
+static int create_with_tail(uint32_t command, const void *cmd, size_t cmd_len, uint64_t tail,
+                            size_t out_len, size_t handle_at, int (*destroy)(uint32_t),
+                            char *note, size_t note_len)
+{
+    uint8_t body[sizeof(struct qp_cmd) + sizeof(tail)];
+    size_t body_len = cmd_len + sizeof(tail);
+    int r;
+
+    if (body_len > sizeof(body)) {
+        die("a command of %zu bytes with its tail does not fit", cmd_len);
+    }
+    memcpy(body, cmd, cmd_len);
+    memcpy(body + cmd_len, &tail, sizeof(tail));
+    r = raw(command, body, body_len, body_len, out_len);
+    if (r == 0) {
+        uint32_t handle;
+        int d;
+
+        memcpy(&handle, resp_area + handle_at, sizeof(handle));
+        note_set(note, note_len, "handle %u", handle);
+        d = destroy(handle);
+        if (d) {
+            case_fail("destroying the accepted object (handle %u): %s", handle, errno_name(d));
+        }
+    } else if (tail != 0 && r != EOPNOTSUPP) {
+        case_fail("refused, but with %s rather than EOPNOTSUPP", errno_name(r));
+    } else if (tail == 0) {
+        case_fail("refused a request whose bytes past the provider's struct are all zero");
+    }
+    return r;
+}
+
+/* Only the tail's last byte is set: the driver must check all of it. */
+static const uint64_t TAIL_SET = 1ull << 56;
+
+static int cq_udata_tail(uint64_t tail, char *note, size_t len)
+{
+    struct cq_cmd c;
+
+    cq_cmd_valid(&c, SMALL_CQE);
+    return create_with_tail(IB_USER_VERBS_CMD_CREATE_CQ, &c, sizeof(c), tail, CQ_RESP,
+                            offsetof(struct ib_uverbs_create_cq_resp, cq_handle), raw_destroy_cq,
+                            note, len);
+}
+
+static int qp_udata_tail(uint64_t tail, char *note, size_t len)
+{
+    struct qp_cmd c;
+
+    qp_cmd_valid(&c);
+    return create_with_tail(IB_USER_VERBS_CMD_CREATE_QP, &c, sizeof(c), tail, QP_RESP,
+                            offsetof(struct ib_uverbs_create_qp_resp, qp_handle), raw_destroy_qp,
+                            note, len);
+}
+
+static int srq_udata_tail(uint64_t tail, char *note, size_t len)
+{
+    struct srq_cmd c;
+
+    srq_cmd_valid(&c);
+    return create_with_tail(IB_USER_VERBS_CMD_CREATE_SRQ, &c, sizeof(c), tail, SRQ_RESP,
+                            offsetof(struct ib_uverbs_create_srq_resp, srq_handle),
+                            raw_destroy_srq, note, len);
+}
+
+static int cq_udata_tail_set(char *n, size_t l) { return cq_udata_tail(TAIL_SET, n, l); }
+static int cq_udata_tail_zero(char *n, size_t l) { return cq_udata_tail(0, n, l); }
+static int qp_udata_tail_set(char *n, size_t l) { return qp_udata_tail(TAIL_SET, n, l); }
+static int qp_udata_tail_zero(char *n, size_t l) { return qp_udata_tail(0, n, l); }
+static int srq_udata_tail_set(char *n, size_t l) { return srq_udata_tail(TAIL_SET, n, l); }
+static int srq_udata_tail_zero(char *n, size_t l) { return srq_udata_tail(0, n, l); }
+
 /* ---- MR ---- */
 
 static int raw_dereg_mr(uint32_t handle)
@@ -1541,6 +1630,19 @@ static const struct bad_case cases[] = {
          "CREATE_SRQ without the provider's udata"),
     CASE("srq-udata-short", srq_udata_short, MUST_FAIL, 1,
          "CREATE_SRQ with 8 of the 16 udata bytes (a valid rest follows in memory)"),
+    /* requests longer than the provider's struct (see create_with_tail) */
+    CASE("cq-udata-tail-set", cq_udata_tail_set, MUST_FAIL, 0,
+         "CREATE_CQ with 8 udata bytes past pvrdma_create_cq, one of them set (EOPNOTSUPP)"),
+    CASE("cq-udata-tail-zero", cq_udata_tail_zero, MAY_ACCEPT, 0,
+         "CREATE_CQ with 8 zero udata bytes past pvrdma_create_cq (must be accepted)"),
+    CASE("qp-udata-tail-set", qp_udata_tail_set, MUST_FAIL, 0,
+         "CREATE_QP with 8 udata bytes past pvrdma_create_qp, one of them set (EOPNOTSUPP)"),
+    CASE("qp-udata-tail-zero", qp_udata_tail_zero, MAY_ACCEPT, 0,
+         "CREATE_QP with 8 zero udata bytes past pvrdma_create_qp (must be accepted)"),
+    CASE("srq-udata-tail-set", srq_udata_tail_set, MUST_FAIL, 0,
+         "CREATE_SRQ with 8 udata bytes past pvrdma_create_srq, one of them set (EOPNOTSUPP)"),
+    CASE("srq-udata-tail-zero", srq_udata_tail_zero, MAY_ACCEPT, 0,
+         "CREATE_SRQ with 8 zero udata bytes past pvrdma_create_srq (must be accepted)"),
     CASE("srq-buf-inaccessible", srq_buf_unmapped, MUST_FAIL, 0, "SRQ ring inaccessible"),
     CASE("srq-buf-too-small", srq_buf_too_small, MUST_FAIL, 1,
          "SRQ of 256 receives on a one-page ring (ring state only)"),

@@ -21,7 +21,7 @@ impl<T: Operations> Adapter<T> {
     ) -> c_int {
         from_result(|| {
             // SAFETY: The core passes a context it allocated with `size_ib_ucontext` bytes for
-            // one of `T`'s devices, and valid `udata`.
+            // one of `T`'s devices, and its call's bundle's `driver_udata`.
             let (dev, udata) = unsafe { (Self::dev((*uctx).device), UData::from_raw(udata)) };
             let data = T::alloc_ucontext(dev, udata)?;
             // SAFETY: The allocation is a `UserContextStorage<T>`; its data becomes initialised.

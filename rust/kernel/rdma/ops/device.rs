@@ -28,8 +28,9 @@ impl<T: Operations> Adapter<T> {
         udata: *mut bindings::ib_udata,
     ) -> c_int {
         from_result(|| {
-            // SAFETY: The core passes valid pointers for the duration of the call, except
-            // `udata`, which is NULL when the core queries the device itself (registration).
+            // SAFETY: The core passes valid pointers for the duration of the call; `udata` is
+            // the `driver_udata` of a uverbs call's bundle, or NULL when the core queries the
+            // device itself (registration).
             let (dev, attr, udata) = unsafe {
                 (
                     Self::dev(ib),
