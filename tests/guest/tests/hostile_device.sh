@@ -1,5 +1,5 @@
 #!/bin/sh
-# lab-about: the driver against a device that lies (the patched model's fault injection, tools/qemu patch 16), one fault at a time: async events and CQ notifications naming no object, an interrupt storm, a command answered with another command's response code, a command answered 20 ms late (patch 25, as an asynchronous device answers: the command waits for the response interrupt and succeeds), a stray kernel CQE of an unknown QP, two kernel CQEs of one queue in reverse order (as QEMU's backend reports a work request that fails at once while earlier ones are in flight), a notification of a kernel CQ at its arm inside ib_alloc_cq(), capabilities out of range at probe, each survived with a clean error (the Rust driver counting the stale events and the wrong response in its hardware counters) and the device carrying ibv_rc_pingpong or rping after it; then a fault that leaves the device untrustworthy (by default a kernel CQE with a wr_id never posted): the device is declared dead, IBV_EVENT_DEVICE_FATAL reaches user space, rping and ibv_rc_pingpong fail cleanly within their limits, and removal completes; dmesg free of oops/WARN/KASAN
+# lab-about: the driver against a device that lies (the patched model's fault injection, tools/qemu patch 16), one fault at a time: async events and CQ notifications naming no object, an interrupt storm, a command answered with another command's response code, a command answered 20 ms late (patch 25, as an asynchronous device answers: the command waits for the response interrupt and succeeds), a stray kernel CQE of an unknown QP, two kernel CQEs of one queue in reverse order (as QEMU's backend reports a work request that fails at once while earlier ones are in flight), a kernel receive completion counting 64 KiB, far more than its MAD buffer holds (patch 26: the Rust driver fails it with a length error and rdma_cm sends the MAD again; the C driver passes it on, and the MAD layer reads an IB MAD's fixed size whatever the count), a kernel CQE with bits set above the low 16 of its 64-bit QP field (patch 26: the completion is the QP's that the low 16 bits name, as the C driver and rdma-core's provider read the field), a notification of a kernel CQ at its arm inside ib_alloc_cq(), capabilities out of range at probe, each survived with a clean error (the Rust driver counting the stale events and the wrong response in its hardware counters) and the device carrying ibv_rc_pingpong or rping after it; then a fault that leaves the device untrustworthy (by default a kernel CQE with a wr_id never posted): the device is declared dead, IBV_EVENT_DEVICE_FATAL reaches user space, rping and ibv_rc_pingpong fail cleanly within their limits, and removal completes; dmesg free of oops/WARN/KASAN
 # lab-timeout: 600
 # lab-own-guest: the device model is left faulted (its fault injection, a device declared dead), which the next test must not inherit
 . "$LAB_DIR/lib.sh"
@@ -23,10 +23,12 @@
 
 name=hostile_device
 if [ "$LAB_DRIVER" = c ]; then
-	survivable_default="stale-events irq-storm cmd-wrong-response cmd-late-response cmd-no-response cqe-reorder caps"
+	survivable_default="stale-events irq-storm cmd-wrong-response cmd-late-response cmd-no-response cqe-reorder cqe-byte-len cqe-qp-high-bits caps"
 	fatal_default=none
 else
-	survivable_default="stale-events irq-storm cmd-wrong-response cmd-late-response cqe-unknown-qp cqe-reorder cq-arm-notify caps"
+	# cqe-qp-high-bits before cqe-unknown-qp: the warning about a dropped
+	# completion, which the first must not cause, is printed once per boot.
+	survivable_default="stale-events irq-storm cmd-wrong-response cmd-late-response cqe-qp-high-bits cqe-unknown-qp cqe-reorder cqe-byte-len cq-arm-notify caps"
 	fatal_default=cqe-bad-wr-id
 fi
 faults=${LAB_HOSTILE_FAULTS:-$survivable_default}
@@ -196,6 +198,38 @@ for kind in $faults; do
 		rping_ok "$kind"
 		happened "$kind" 10
 		;;
+	cqe-byte-len)
+		# The first successful MAD receive completion of the kernel's GSI QP
+		# (rping's: rdma_cm's connection request arriving) counts 0x10000 bytes, far more
+		# than the MAD layer's receive buffer (a GRH and a MAD: 40 + 256 bytes);
+		# a consumer reading as many bytes as the count says would read past it.
+		# The Rust driver fails the completion with IB_WC_LOC_LEN_ERR: the MAD
+		# layer takes a failed receive for a QP in error, neither reads nor
+		# reposts it (one of its receives stays on its list until the port
+		# closes, which frees it), and rdma_cm sends the lost MAD again: the
+		# connection is made a few seconds later. The C driver hands the count
+		# to the MAD layer, which on an IB (non-OPA) port uses only fixed sizes
+		# (ib_mad_recv_done(): mad_len = sizeof(struct ib_mad); byte_len is read
+		# for OPA MADs only), and rdma_cm's CM reads fixed-size MADs: it
+		# survives, the MAD delivered as it came.
+		arm "$kind"
+		rping_ok "$kind"
+		happened "$kind" 30
+		;;
+	cqe-qp-high-bits)
+		# The first MAD completion of the kernel's GSI QP has bits set above the
+		# low 16 of its 64-bit qp field (0x5a5a5a5a5a5a0000: bits in 16-31 and
+		# in 32-63). The C driver and rdma-core's provider look the QP up by the
+		# low 16 bits alone (cqe->qp & 0xffff), which name the GSI QP: the
+		# completion is delivered and the connection made. The Rust driver must
+		# trust the field as far as they do: no completion dropped as naming no
+		# QP (a receive's MAD lost; a send's completion missing, which rdma_cm
+		# waits for when it destroys the ID), no device declared dead for a
+		# handle beyond 32 bits.
+		arm "$kind"
+		rping_ok "$kind"
+		happened "$kind" 10
+		;;
 	cq-arm-notify)
 		# A notification of the first kernel CQ the next probe arms (the MAD
 		# layer's, in ib_alloc_cq(), which sets the CQ's workqueue only after
@@ -234,6 +268,21 @@ for kind in $faults; do
 	cqe-reorder)
 		! grep -q "declaring the device dead" "$LAB_RESULTS/dmesg-$kind.txt" ||
 			lab_fail "$name: $kind: completions out of order taken for a lie: $(grep -m 1 'declaring the device dead' "$LAB_RESULTS/dmesg-$kind.txt")"
+		;;
+	cqe-byte-len)
+		[ "$LAB_DRIVER" = c ] || expect_dmesg "$kind" "a completion counts more bytes than its request's buffers: failed" "the receive failed with a length error"
+		;;
+	cqe-qp-high-bits)
+		if [ "$LAB_DRIVER" = rust ]; then
+			for said in "dropped a completion of QP handle" "declaring the device dead"; do
+				! grep -q "$said" "$LAB_RESULTS/dmesg-$kind.txt" ||
+					lab_fail "$name: $kind: a completion whose QP the low 16 bits name was refused: $(grep -m 1 "$said" "$LAB_RESULTS/dmesg-$kind.txt")"
+			done
+			# The dropped-completion warning is printed once per boot.
+			case " $survived " in
+			*" cqe-unknown-qp "*) lab_note "$kind: run after cqe-unknown-qp, whose warning is printed once: a dropped completion would not show in dmesg" ;;
+			esac
+		fi
 		;;
 	cmd-wrong-response)
 		expect_dmesg "$kind" "unexpected response|unknown response" "the wrong response"

@@ -43,6 +43,8 @@ static const char *const kinds[] = {
 	[11] = "cqe-reorder",
 	[12] = "cq-arm-notify",
 	[13] = "cmd-late-response",
+	[14] = "cqe-byte-len",
+	[15] = "cqe-qp-high-bits",
 };
 #define NKINDS (sizeof(kinds) / sizeof(kinds[0]))
 
