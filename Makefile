@@ -9,7 +9,8 @@
 #   make qemu     the patched QEMU (tools/qemu/build-qemu; cached)
 #   make stock-qemu  Debian's QEMU 7.2, unpacked into the cache (tools/qemu/fetch-stock-qemu)
 #   make soak     on demand: 1,000 rmmod/insmod cycles with traffic (SOAK_CYCLES=N)
-#   make series   rust/patches against rust/: the series creates exactly those files
+#   make series   rust/patches against rust/ and the driver: the series creates exactly those
+#                 files, and its driver patches are what drivers/infiniband/hw/pvrdma/ makes
 #   make series-build-each  every step of the series builds the kernel crate (slow)
 #   make series-review  checkpatch --strict, rustfmtcheck, clippy and rustdoc on the series
 #
@@ -187,7 +188,8 @@ kernel-clippy: kernel
 		$(MAKE) -s $$($(TOP)/tools/lab/kernel-env) -j2 bzImage modules
 
 # The Rust-for-Linux series (tools/lab/series): rust/patches creates exactly the
-# rust/ files (build-kernel checks it too), and every step of it builds.
+# rust/ files (build-kernel checks that too) and the driver's files, whose patches are
+# what the checkout's driver makes, and every step of it builds.
 series: deps
 	@$(TOP)/tools/lab/series check
 

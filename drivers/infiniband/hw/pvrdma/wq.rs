@@ -104,7 +104,8 @@ pub(crate) enum Completed {
 ///
 /// `slots` is a power of two; `base + slots * wqe_size` lies inside the directory, and
 /// `wqe_size` divides `PAGE_SIZE` and holds a header plus `max_sge` scatter/gather entries.
-/// `work` has `slots` entries; outstanding work that is not done holds its `wr_id`. The counters are sequence numbers (modulo 2^32):
+/// `work` has `slots` entries; outstanding work that is not done holds its `wr_id`. The
+/// counters are sequence numbers (modulo 2^32):
 /// `completed <= swept <= posted` and `posted - completed <= slots`. The outstanding work has the
 /// sequence numbers `completed .. posted` and is in the slots they name (modulo `slots`); the
 /// work at `completed`, if any, is not done. No unsignaled work before `swept` is outstanding

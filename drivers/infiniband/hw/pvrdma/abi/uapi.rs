@@ -294,7 +294,8 @@ pod_encoded! {
 
 pod! {
     /// The `wr` union of a send WQE, as raw bytes: build it from a variant with `From`
-    /// ([`SqWrRdma`], [`SqWrAtomic`], [`SqWrFastReg`], [`SqWrUd`]); all zeroes (`Default`) for sends that use none.
+    /// ([`SqWrRdma`], [`SqWrAtomic`], [`SqWrFastReg`], [`SqWrUd`]); all zeroes (`Default`) for
+    /// sends that use none.
     #[repr(C, align(8))]
     pub(crate) struct SqWr {
         pub(crate) raw: [u8; 48],
