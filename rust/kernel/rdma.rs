@@ -38,7 +38,7 @@ mod wc;
 mod wr;
 
 pub use ah::{Ah, AhAttr};
-pub use attr::{device_cap, port_cap, DeviceAttr, FwVersion, GidAttr, PortAttr, PortImmutable};
+pub use attr::{device_cap, port_cap, DeviceAttr, GidAttr, PortAttr, PortImmutable};
 pub use counters::CounterDesc;
 pub use cq::{Cq, CqEvent, CqFlag, CqFlags, CqInitAttr, DestroyingCq};
 pub use device::{
@@ -53,7 +53,7 @@ pub use qp::{
 };
 pub use restrack::ResEntry;
 pub use srq::{srq_attr_mask, Srq, SrqAttr, SrqEvent, SrqModifyAttr, SrqType};
-pub use sysfs::{AttributeArray, AttributeGroup, DeviceAttribute, ShowFn, SysfsBuf};
+pub use sysfs::{AttributeArray, AttributeGroup, DeviceAttribute, ShowFn};
 pub use table::TableIndex;
 pub use udata::UData;
 pub use umem::{Umem, UserCqBuffer};

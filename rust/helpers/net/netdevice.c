@@ -4,14 +4,16 @@
 
 #ifdef CONFIG_NET
 
-__rust_helper void rust_helper_dev_hold(struct net_device *dev)
+__rust_helper void rust_helper_netdev_hold(struct net_device *dev,
+					   netdevice_tracker *tracker, gfp_t gfp)
 {
-	dev_hold(dev);
+	netdev_hold(dev, tracker, gfp);
 }
 
-__rust_helper void rust_helper_dev_put(struct net_device *dev)
+__rust_helper void rust_helper_netdev_put(struct net_device *dev,
+					  netdevice_tracker *tracker)
 {
-	dev_put(dev);
+	netdev_put(dev, tracker);
 }
 
 __rust_helper bool rust_helper_netif_carrier_ok(const struct net_device *dev)

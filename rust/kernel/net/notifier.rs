@@ -4,7 +4,7 @@
 //!
 //! C header: [`include/linux/netdevice.h`](srctree/include/linux/netdevice.h)
 
-use super::device::Device;
+use super::device::{Device, RtnlUnlocked};
 use crate::{
     bindings,
     error::{to_result, Result},
@@ -59,7 +59,8 @@ impl Event {
 /// Receives network device events.
 ///
 /// Called with the RTNL lock held, in process context: it may sleep, but must not take the RTNL
-/// lock itself.
+/// lock itself. The functions that take it require an [`RtnlUnlocked`], which `notify` cannot
+/// have: they cannot be called from it.
 pub trait Notifier: Send + Sync + 'static {
     /// `event` happened to `dev`.
     fn notify(&self, event: Event, dev: &Device);
@@ -69,13 +70,20 @@ pub trait Notifier: Send + Sync + 'static {
 ///
 /// On registration the notifier is told `Register` (and `Up` if running) for every existing
 /// device. Dropping the registration unregisters it; once `drop` returns, `notify` is not running
-/// and will not be called again.
+/// and will not be called again. Dropping it takes the RTNL lock: a notifier must not own its
+/// own registration, or any other (see [`RtnlUnlocked`]).
 ///
 /// # Examples
 ///
 /// ```
 /// use core::sync::atomic::{AtomicU32, Ordering};
-/// use kernel::{net::{device::Device, notifier::{Event, Notifier, Registration}}, prelude::*};
+/// use kernel::{
+///     net::{
+///         device::{Device, RtnlUnlocked},
+///         notifier::{Event, Notifier, Registration},
+///     },
+///     prelude::*,
+/// };
 ///
 /// struct Counter(AtomicU32);
 ///
@@ -87,7 +95,10 @@ pub trait Notifier: Send + Sync + 'static {
 ///     }
 /// }
 ///
-/// let reg = Registration::register(Counter(AtomicU32::new(0)))?;
+/// // SAFETY: Doctests run in a KUnit thread, which holds no lock. (A driver's probe makes its
+/// // witness from its device: `RtnlUnlocked::new(pdev.as_ref())`.)
+/// let rtnl = unsafe { RtnlUnlocked::assume() };
+/// let reg = Registration::register(Counter(AtomicU32::new(0)), &rtnl)?;
 /// // Registration replays `Register` for every existing device, the loopback one at least.
 /// assert!(reg.data().0.load(Ordering::Relaxed) >= 1);
 /// drop(reg);
@@ -123,8 +134,9 @@ unsafe impl<T: Notifier> Sync for Registration<T> {}
 impl<T: Notifier> Registration<T> {
     /// Registers `data` to be told about network device events.
     ///
-    /// Must not be called with the RTNL lock held.
-    pub fn register(data: T) -> Result<Self> {
+    /// It takes the RTNL lock, hence the witness that the caller does not hold it
+    /// ([`RtnlUnlocked`]).
+    pub fn register(data: T, _rtnl: &RtnlUnlocked<'_>) -> Result<Self> {
         let block = KBox::pin_init(
             pin_init!(Block {
                 nb <- Opaque::ffi_init(|nb: *mut bindings::notifier_block| {

@@ -3,7 +3,7 @@
 //! Attributes a provider reports: of the device, of ports, of GID table entries.
 
 use super::{Gid, GidType};
-use crate::{bindings, ffi::c_char, net, types::Opaque};
+use crate::{bindings, net, str::Formatter, types::Opaque};
 
 /// Generates setters that write one field of the wrapped C struct each.
 macro_rules! setters {
@@ -290,36 +290,62 @@ impl GidAttr {
     }
 }
 
-/// The buffer a provider writes its firmware version into (`IB_FW_VERSION_NAME_MAX` bytes);
-/// use it with `write!`. Output that does not fit is cut; the result is always NUL-terminated.
-pub struct FwVersion<'a> {
-    buf: &'a mut [u8],
-    len: usize,
+/// Formats a C string into `buf` with `write`, the way C's `snprintf()` does: what does not fit
+/// before the last byte is cut, and a NUL follows what was written.
+///
+/// [`Formatter`] fails a write that does not fit, after copying what fits of it: a caller that
+/// goes on regardless gets the cut string.
+pub(super) fn format_c_str(buf: &mut [u8], write: impl FnOnce(&mut Formatter<'_>)) {
+    let Some(cap) = buf.len().checked_sub(1) else {
+        return;
+    };
+    let mut out = Formatter::new(&mut buf[..cap]);
+    write(&mut out);
+    // `bytes_written()` counts what did not fit too, and `write` may have swapped in a formatter
+    // of its own: the NUL goes where it stays in `buf` whatever the count.
+    let end = out.bytes_written().min(cap);
+    buf[end] = 0;
 }
 
-impl FwVersion<'_> {
-    /// # Safety
-    ///
-    /// `buf` must be valid for writes of `IB_FW_VERSION_NAME_MAX` bytes for `'a`.
-    pub(super) unsafe fn from_raw<'a>(buf: *mut c_char) -> FwVersion<'a> {
-        let size = bindings::IB_FW_VERSION_NAME_MAX as usize;
-        // SAFETY: Guaranteed by the caller.
-        let buf = unsafe { core::slice::from_raw_parts_mut(buf.cast::<u8>(), size) };
-        buf[0] = 0;
-        FwVersion { buf, len: 0 }
+#[cfg(CONFIG_RUST_INFINIBAND_KUNIT_TEST)]
+#[macros::kunit_tests(rust_rdma_fw_str)]
+mod tests {
+    use super::*;
+    use core::fmt::Write;
+
+    /// The size of the core's firmware version buffers.
+    const SIZE: usize = bindings::IB_FW_VERSION_NAME_MAX as usize;
+
+    /// A string that fits is followed by a NUL; the bytes after it are not touched.
+    #[test]
+    fn fw_str_fits() {
+        let mut buf = [0xffu8; SIZE];
+        format_c_str(&mut buf, |out| {
+            assert!(write!(out, "{}.{}.{}", 3, 0, 1).is_ok());
+        });
+        assert_eq!(&buf[..6], b"3.0.1\0");
+        assert!(buf[6..].iter().all(|&b| b == 0xff));
     }
-}
 
-impl core::fmt::Write for FwVersion<'_> {
-    fn write_str(&mut self, s: &str) -> core::fmt::Result {
-        for &b in s.as_bytes() {
-            if self.len + 1 >= self.buf.len() {
-                break;
-            }
-            self.buf[self.len] = b;
-            self.len += 1;
-        }
-        self.buf[self.len] = 0;
-        Ok(())
+    /// A string that does not fit is cut before the last byte, which is a NUL; the write that did
+    /// not fit fails.
+    #[test]
+    fn fw_str_cut() {
+        let mut buf = [0xffu8; SIZE];
+        format_c_str(&mut buf, |out| {
+            assert!(out.write_str("1.2.").is_ok());
+            assert!(write!(out, "{:0>100}", 7).is_err());
+        });
+        assert_eq!(&buf[..4], b"1.2.");
+        assert!(buf[4..SIZE - 1].iter().all(|&b| b == b'0'));
+        assert_eq!(buf[SIZE - 1], 0);
+    }
+
+    /// Nothing written is the empty string.
+    #[test]
+    fn fw_str_empty() {
+        let mut buf = [0xffu8; SIZE];
+        format_c_str(&mut buf, |_| {});
+        assert_eq!(buf[0], 0);
     }
 }

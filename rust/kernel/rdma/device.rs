@@ -392,10 +392,16 @@ impl<'a, T: Operations> UnregisteredDevice<'a, T> {
     /// parent: dropping the handle unregisters the device, and so does unbinding the parent, at
     /// the latest, so the device is never registered while its parent is unbound. If `handle` is
     /// given, it is attached once registration completed and detached before unregistration.
+    ///
+    /// The core takes the RTNL lock to add the GIDs of a RoCE port's network devices, hence the
+    /// witness that the caller does not hold it ([`RtnlUnlocked`]).
+    ///
+    /// [`RtnlUnlocked`]: crate::net::device::RtnlUnlocked
     pub fn register(
         self,
         name: &'static CStr,
         handle: Option<Arc<DeviceHandle<T>>>,
+        _rtnl: &net::device::RtnlUnlocked<'_>,
     ) -> Result<Devres<Registration<T>>> {
         if !is_name_pattern(name) {
             return Err(EINVAL);

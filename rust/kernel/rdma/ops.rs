@@ -4,7 +4,7 @@
 
 use super::{
     ah::{AhAttr, AhStorage},
-    attr::{DeviceAttr, FwVersion, GidAttr, PortAttr, PortImmutable},
+    attr::{DeviceAttr, GidAttr, PortAttr, PortImmutable},
     counters::CounterDesc,
     cq::{Cq, CqInitAttr, CqStorage, DestroyingCq},
     device::{Device, RegisteredDevice},
@@ -27,6 +27,7 @@ use crate::{
     module::this_module,
     net,
     prelude::*,
+    str::Formatter,
 };
 use core::mem::size_of;
 
@@ -103,8 +104,10 @@ pub trait Operations: Send + Sync + Sized + 'static {
         crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
-    /// Writes the firmware version.
-    fn get_dev_fw_str(_dev: &Device<Self>, _out: &mut FwVersion<'_>) {
+    /// Writes the firmware version, a C string of at most `IB_FW_VERSION_NAME_MAX - 1` bytes:
+    /// `out` covers that much, and a write that does not fit fails and is cut (C's
+    /// `snprintf()`). The core reads it up to the first NUL, which follows what was written.
+    fn get_dev_fw_str(_dev: &Device<Self>, _out: &mut Formatter<'_>) {
         crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -119,7 +122,8 @@ pub trait Operations: Send + Sync + Sized + 'static {
     }
 
     /// The network device `ndev` of one of the device's ports had `event` (up, down or a change
-    /// of its link: the core's netdevice notifier calls it with RTNL held; may sleep).
+    /// of its link: the core's netdevice notifier calls it with RTNL held; may sleep, cannot
+    /// call what takes RTNL, which requires a [`net::device::RtnlUnlocked`]).
     ///
     /// Without it the core reports the port's state itself (`IB_EVENT_PORT_ACTIVE` or
     /// `IB_EVENT_PORT_ERR` when the network device's state changes); with it, the driver reports

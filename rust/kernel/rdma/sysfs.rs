@@ -7,27 +7,35 @@
 //! in [`Operations::DEVICE_GROUP`](super::Operations::DEVICE_GROUP).
 
 use super::{device::Device, ops::Operations};
-use crate::{bindings, ffi::c_char, page::PAGE_SIZE, str::CStr, types::Opaque};
+use crate::{
+    bindings,
+    ffi::c_char,
+    page::PAGE_SIZE,
+    str::{CStr, Formatter},
+    types::Opaque,
+};
 use core::marker::PhantomData;
 
-/// What an attribute's `show` function writes into: the sysfs page, used with `write!`. Output
-/// beyond the page is cut.
-pub struct SysfsBuf<'a> {
-    buf: &'a mut [u8],
-    len: usize,
-}
+/// The signature of an attribute's `show` function: it writes the attribute's contents into the
+/// sysfs page through the [`Formatter`], which covers `PAGE_SIZE - 1` bytes (sysfs warns of a
+/// `show` that fills the whole page).
+///
+/// A write that does not fit fails, after copying what fits of it: a `show` that returns the
+/// error fails the read with `EINVAL`, one that returns `Ok` gives the cut contents.
+pub type ShowFn<T> = fn(&Device<T>, &mut Formatter<'_>) -> core::fmt::Result;
 
-impl core::fmt::Write for SysfsBuf<'_> {
-    fn write_str(&mut self, s: &str) -> core::fmt::Result {
-        let n = s.len().min(self.buf.len() - self.len);
-        self.buf[self.len..self.len + n].copy_from_slice(&s.as_bytes()[..n]);
-        self.len += n;
-        Ok(())
+/// Runs `show` over the sysfs page `page` and returns what sysfs expects of a `show` callback:
+/// the length of the contents, or a negative error.
+fn show_page(page: &mut [u8], show: impl FnOnce(&mut Formatter<'_>) -> core::fmt::Result) -> isize {
+    let cap = page.len().saturating_sub(1);
+    let mut out = Formatter::new(&mut page[..cap]);
+    match show(&mut out) {
+        // `bytes_written()` counts what did not fit too, and `show` may have swapped in a
+        // formatter of its own: no more than the bytes given to it are reported.
+        Ok(()) => out.bytes_written().min(cap) as isize,
+        Err(_) => -(bindings::EINVAL as isize),
     }
 }
-
-/// The signature of an attribute's `show` function.
-pub type ShowFn<T> = fn(&Device<T>, &mut SysfsBuf<'_>) -> core::fmt::Result;
 
 /// A read-only device attribute of driver `T` (C's `struct device_attribute`).
 ///
@@ -94,13 +102,11 @@ impl<T: Operations> DeviceAttribute<T> {
         let ib = unsafe { Device::<T>::from_raw(ib) };
         // SAFETY: By the type invariant `attr` is the head of a `DeviceAttribute<T>`.
         let this = unsafe { &*attr.cast::<Self>() };
-        // SAFETY: sysfs passes a buffer of `PAGE_SIZE` bytes, ours for the call.
+        // SAFETY: sysfs passes a buffer of `PAGE_SIZE` bytes, ours for the call, which it
+        // cleared (`sysfs_kf_seq_show()`: the attributes are not `SYSFS_PREALLOC`), so every
+        // byte of the length returned is one that `show` wrote or a zero.
         let page = unsafe { core::slice::from_raw_parts_mut(buf.cast::<u8>(), PAGE_SIZE) };
-        let mut out = SysfsBuf { buf: page, len: 0 };
-        match (this.show)(ib, &mut out) {
-            Ok(()) => out.len as isize,
-            Err(_) => -(bindings::EINVAL as isize),
-        }
+        show_page(page, |out| (this.show)(ib, out))
     }
 }
 
@@ -175,4 +181,53 @@ macro_rules! rdma_device_attributes {
             unsafe { $crate::rdma::AttributeGroup::new(PTRS.0.as_ptr()) }
         };
     };
+}
+
+#[cfg(CONFIG_RUST_INFINIBAND_KUNIT_TEST)]
+#[macros::kunit_tests(rust_rdma_sysfs)]
+mod tests {
+    use super::*;
+    use crate::prelude::*;
+    use core::fmt::Write;
+
+    /// A page of `byte`s.
+    fn page(byte: u8) -> Result<KVec<u8>> {
+        Ok(KVec::from_elem(byte, PAGE_SIZE, GFP_KERNEL)?)
+    }
+
+    /// The length of what was written is returned.
+    #[test]
+    fn show_len() -> Result {
+        let mut page = page(0)?;
+        assert_eq!(show_page(&mut page, |out| writeln!(out, "{}", 1)), 2);
+        assert_eq!(&page[..3], b"1\n\0");
+        Ok(())
+    }
+
+    /// At most `PAGE_SIZE - 1` bytes are written and returned (sysfs warns of `PAGE_SIZE`); the
+    /// page's last byte is not touched.
+    #[test]
+    fn show_cut() -> Result {
+        let mut page = page(0xff)?;
+        let len = show_page(&mut page, |out| {
+            for _ in 0..PAGE_SIZE {
+                // A failed write is ignored: the contents are cut.
+                let _ = out.write_str("x");
+            }
+            Ok(())
+        });
+        assert_eq!(len, PAGE_SIZE as isize - 1);
+        assert!(page[..PAGE_SIZE - 1].iter().all(|&b| b == b'x'));
+        assert_eq!(page[PAGE_SIZE - 1], 0xff);
+        Ok(())
+    }
+
+    /// A `show` that returns the failure of a write that did not fit fails with `EINVAL`.
+    #[test]
+    fn show_overflow_fails() -> Result {
+        let mut page = page(0)?;
+        let len = show_page(&mut page, |out| write!(out, "{:>1$}", "", PAGE_SIZE));
+        assert_eq!(len, -(bindings::EINVAL as isize));
+        Ok(())
+    }
 }

@@ -9,10 +9,8 @@ use core::fmt::Write;
 use kernel::{
     new_mutex, new_spinlock,
     prelude::*,
-    rdma::{
-        self, core_cap, DeviceAttr, FwVersion, Gid, GidAttr, GidType, PortAttr, PortImmutable,
-        UData,
-    },
+    rdma::{self, core_cap, DeviceAttr, Gid, GidAttr, GidType, PortAttr, PortImmutable, UData},
+    str::Formatter,
     sync::{Arc, Mutex, SpinLock},
 };
 
@@ -239,8 +237,9 @@ impl IbDev {
     }
 
     /// Writes the firmware version as `major.minor.sub`.
-    pub(crate) fn write_fw_version(&self, out: &mut FwVersion<'_>) {
+    pub(crate) fn write_fw_version(&self, out: &mut Formatter<'_>) {
         let fw = self.caps.fw_ver;
+        // The longest version, 22 bytes, fits the core's buffer: the write does not fail.
         let _ = write!(out, "{}.{}.{}", fw >> 32, (fw >> 16) & 0xffff, fw & 0xffff);
     }
 

@@ -68,7 +68,7 @@ pub(crate) struct Hw {
     pub(crate) version: u32,
     /// The paired network device, while it is registered.
     #[pin]
-    pub(crate) netdev: Mutex<Option<ARef<net::device::Device>>>,
+    pub(crate) netdev: Mutex<Option<net::device::TrackedRef>>,
     /// The PCI function.
     pub(crate) pdev: ARef<pci::Device>,
     /// What the driver counts (the port's hardware counters); shared with the response

@@ -14,7 +14,7 @@ use crate::{
 };
 use kernel::{
     net::{
-        device::Device as NetDevice,
+        device::{Device as NetDevice, TrackedRef},
         notifier::{Event, Notifier},
     },
     pci,
@@ -65,7 +65,7 @@ impl Notifier for LinkWatcher {
                         return;
                     }
                     dev_info!(self.hw.dev(), "paired device to {}\n", ndev.name());
-                    *netdev = Some(ndev.into());
+                    *netdev = Some(TrackedRef::new(ndev, GFP_KERNEL));
                 }
             }
             Event::Unregister => {

@@ -42,7 +42,12 @@ use kernel::{
     device::Core,
     devres::Devres,
     dma::DmaMask,
-    irq, net, pci,
+    irq,
+    net::{
+        self,
+        device::{Device as NetDevice, RtnlUnlocked, TrackedRef},
+    },
+    pci,
     prelude::*,
     rdma::{self, DeviceHandle},
     sync::Arc,
@@ -115,13 +120,17 @@ impl Pvrdma {
         let hw = Hw::new(pdev, events.clone())?;
         let caps = hw.load_dsr()?;
 
+        // Probe does not hold RTNL: finding the network device and registering the RDMA device
+        // and the notifier take it.
+        let rtnl = RtnlUnlocked::new(pdev.as_ref());
+
         let vmxnet3 = link::paired_function(pdev)?;
-        let Some(netdev) = net::device::Device::find_by_parent(vmxnet3.as_ref()) else {
+        let Some(netdev) = NetDevice::find_by_parent(vmxnet3.as_ref(), &rtnl) else {
             dev_err!(pdev, "failed to get vmxnet3 device\n");
             return Err(ENODEV);
         };
         dev_info!(pdev, "paired device to {}\n", netdev.name());
-        *hw.netdev.lock() = Some(netdev.clone());
+        *hw.netdev.lock() = Some(TrackedRef::new(&netdev, GFP_KERNEL));
 
         // One vector per cause with MSI-X; otherwise a single vector for everything.
         let vectors = match pdev.alloc_irq_vectors_devres(
@@ -197,13 +206,16 @@ impl Pvrdma {
         ibdev.set_num_comp_vectors(1);
         ibdev.set_node_type_ca();
         ibdev.set_netdev(PORT, &netdev)?;
-        let ib = ibdev.register(c"vmw_pvrdma%d", Some(events.clone()))?;
+        let ib = ibdev.register(c"vmw_pvrdma%d", Some(events.clone()), &rtnl)?;
 
-        let link = net::notifier::Registration::register(LinkWatcher {
-            hw: hw.clone(),
-            events,
-            vmxnet3,
-        })?;
+        let link = net::notifier::Registration::register(
+            LinkWatcher {
+                hw: hw.clone(),
+                events,
+                vmxnet3,
+            },
+            &rtnl,
+        )?;
         if let Some(ib) = ib.try_access() {
             dev_info!(pdev, "attached to device {}\n", ib.device().name());
         }

@@ -20,11 +20,12 @@ use kernel::{
     net::{device::Device as NetDevice, notifier::Event as NetEvent},
     prelude::*,
     rdma::{
-        self, AccessFlags, AhAttr, CqInitAttr, DeviceAttr, FwVersion, Gid, GidAttr, LinkLayer,
-        MrKeys, MrType, NotifyFlags, PortAttr, PortImmutable, QpAttrMask, QpInitAttr, QpModifyAttr,
-        QpQuery, RecvWrs, ResEntry, SendWrs, SrqAttr, SrqModifyAttr, SrqType, UData, UserContext,
+        self, AccessFlags, AhAttr, CqInitAttr, DeviceAttr, Gid, GidAttr, LinkLayer, MrKeys, MrType,
+        NotifyFlags, PortAttr, PortImmutable, QpAttrMask, QpInitAttr, QpModifyAttr, QpQuery,
+        RecvWrs, ResEntry, SendWrs, SrqAttr, SrqModifyAttr, SrqType, UData, UserContext,
         UserCqBuffer, Vma, WcSink,
     },
+    str::Formatter,
 };
 
 /// The revision of the device's hardware interface (C's `PVRDMA_REV_ID`).
@@ -118,7 +119,7 @@ impl rdma::Operations for IbDev {
         LinkLayer::Ethernet
     }
 
-    fn get_dev_fw_str(dev: &rdma::Device<Self>, out: &mut FwVersion<'_>) {
+    fn get_dev_fw_str(dev: &rdma::Device<Self>, out: &mut Formatter<'_>) {
         dev.write_fw_version(out)
     }
 

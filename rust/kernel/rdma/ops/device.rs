@@ -3,7 +3,7 @@
 //! Trampolines of the device and port queries and the GID table.
 
 use super::super::{
-    attr::{DeviceAttr, FwVersion, GidAttr, PortAttr, PortImmutable},
+    attr::{format_c_str, DeviceAttr, GidAttr, PortAttr, PortImmutable},
     device::RegisteredDevice,
     udata::UData,
 };
@@ -98,9 +98,19 @@ impl<T: Operations> Adapter<T> {
     ///
     /// Only the C side calls it, with the arguments it documents for this callback.
     pub(super) unsafe extern "C" fn get_dev_fw_str(ib: *mut bindings::ib_device, buf: *mut c_char) {
-        // SAFETY: The core passes a valid device and a buffer of `IB_FW_VERSION_NAME_MAX` bytes.
-        let (dev, mut out) = unsafe { (Self::dev(ib), FwVersion::from_raw(buf)) };
-        T::get_dev_fw_str(dev, &mut out);
+        let size = bindings::IB_FW_VERSION_NAME_MAX as usize;
+        // SAFETY: The core passes a valid device and a buffer of `IB_FW_VERSION_NAME_MAX` bytes,
+        // ours for the call. The buffer may be uninitialised (nldev's is on its stack): it is
+        // cleared through the raw pointer before a slice is made of it, which also makes every
+        // byte before the NUL one that the driver wrote or a zero.
+        let (dev, buf) = unsafe {
+            core::ptr::write_bytes(buf, 0, size);
+            (
+                Self::dev(ib),
+                core::slice::from_raw_parts_mut(buf.cast::<u8>(), size),
+            )
+        };
+        format_c_str(buf, |out| T::get_dev_fw_str(dev, out));
     }
 
     /// The C callback.
