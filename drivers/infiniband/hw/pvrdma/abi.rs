@@ -5,6 +5,8 @@
 //! (`ring.rs`, `pvrdma_ring.h`), the verbs types the device shares with the RDMA core
 //! (`verbs.rs`, `pvrdma_verbs.h`) and the user ABI (`uapi.rs`, `uapi/rdma/vmw_pvrdma-abi.h`).
 //! Only what the driver uses is transcribed.
+//!
+//! Layer: device.
 
 mod commands;
 mod dev_api;

@@ -2,6 +2,8 @@
 
 //! Address handles: the device takes the address vector inline in each UD work request, so an
 //! AH is just the vector, built once.
+//!
+//! Layer: RDMA device.
 
 use crate::{abi::Av, device::IbDev};
 use kernel::{

@@ -41,10 +41,11 @@
 //! frees) and of every object it holds, and every later command fails at once instead of waiting
 //! its own timeout under the channel's mutex (removal against a dead device would otherwise cost
 //! that per object).
+//!
+//! Layer: device.
 
 use crate::{
     abi::{CmdHdr, RespHdr, CMD_REQ_SIZE, CMD_RESP_SIZE, REGS_SIZE, REG_ERR, REG_REQUEST},
-    intr::ResponseIrq,
     mem::{alloc_page, DmaPage, SharedBytes},
 };
 use core::{
@@ -54,7 +55,7 @@ use core::{
 use kernel::{
     device::{Bound, Device},
     io::Io,
-    new_mutex,
+    irq, new_mutex,
     pci::{DevresBar, ExclusiveIrqHandler},
     prelude::*,
     sync::{
@@ -91,7 +92,8 @@ fn refusal(errno: u32) -> Error {
 /// The device's register window.
 pub(crate) type Regs = DevresBar<REGS_SIZE>;
 
-/// What the response interrupt signals, shared with its handler.
+/// What the response interrupt signals, shared with its handler (`crate::intr`, which this
+/// layer does not name).
 ///
 /// The handler holds this, not the device: the channel, which the device holds, may hold the
 /// handler ([`CmdChannel::poll_with`]).
@@ -119,13 +121,38 @@ impl ResponseSignal {
     }
 }
 
+/// The response interrupt's handler on a vector of its own, which the channel turns on only while
+/// a command waits.
+///
+/// The handler is the interrupt layer's, above this one: the channel knows it only as a vector
+/// it switches.
+trait ResponseVector: Send {
+    /// See [`ExclusiveIrqHandler::enable`].
+    fn enable(&mut self);
+    /// See [`ExclusiveIrqHandler::disable_nosync`].
+    fn disable_nosync(&mut self);
+}
+
+impl<T: irq::Handler + Send + 'static> ResponseVector for ExclusiveIrqHandler<T>
+where
+    ExclusiveIrqHandler<T>: Send,
+{
+    fn enable(&mut self) {
+        ExclusiveIrqHandler::enable(self);
+    }
+
+    fn disable_nosync(&mut self) {
+        ExclusiveIrqHandler::disable_nosync(self);
+    }
+}
+
 /// What one command at a time uses.
 struct Turn {
     /// The last sequence number used.
     seq: u64,
     /// The response interrupt's handler, when the vector is the responses' alone: off but while
     /// a command waits.
-    irq: Option<ExclusiveIrqHandler<ResponseIrq>>,
+    irq: Option<KBox<dyn ResponseVector>>,
 }
 
 /// The command and response slots and what serialises their use.
@@ -171,8 +198,18 @@ impl CmdChannel {
 
     /// Hands the channel the handler of the response interrupt's own vector, requested off
     /// ([`kernel::irq::Flags::NO_AUTOEN`]): from now on a command turns it on only to wait.
-    pub(crate) fn poll_with(&self, irq: ExclusiveIrqHandler<ResponseIrq>) {
+    /// Fails (dropping, so freeing, the handler) only if the channel cannot allocate its hold
+    /// on it.
+    pub(crate) fn poll_with<T: irq::Handler + Send + 'static>(
+        &self,
+        irq: ExclusiveIrqHandler<T>,
+    ) -> Result
+    where
+        ExclusiveIrqHandler<T>: Send,
+    {
+        let irq: KBox<dyn ResponseVector> = KBox::new(irq, GFP_KERNEL)?;
         self.turn.lock().irq = Some(irq);
+        Ok(())
     }
 
     /// Stops the channel for good (the device was declared dead): later commands fail at once,
@@ -285,7 +322,7 @@ impl CmdChannel {
         dev: &Device,
         seq: u64,
         code: u32,
-        irq: &mut Option<ExclusiveIrqHandler<ResponseIrq>>,
+        irq: &mut Option<KBox<dyn ResponseVector>>,
     ) -> Result<RespHdr> {
         let mut left = msecs_to_jiffies(CMD_TIMEOUT_MS);
         let mut woken = false;

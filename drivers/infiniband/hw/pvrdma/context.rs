@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! User contexts (a doorbell page of BAR 2 each) and protection domains.
+//!
+//! Layer: RDMA device.
 
 use crate::{abi::*, device::IbDev};
 use kernel::{

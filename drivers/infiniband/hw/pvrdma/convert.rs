@@ -5,6 +5,8 @@
 //! Most of the device's enums are the core's, value for value (QP states, MTUs, migration
 //! states, access flags, attribute masks); what differs is converted here, and what the device
 //! hands back is checked on the way in.
+//!
+//! Layer: RDMA device.
 
 use crate::abi::{self, wc_opcode as dev_wc, wr_opcode as dev_wr};
 use kernel::rdma::{

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Object counts, kept against the device's limits (C's `atomic_add_unless(&dev->num_*, ...)`).
+//!
+//! Layer: RDMA device.
 
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::prelude::*;

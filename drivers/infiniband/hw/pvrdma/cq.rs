@@ -2,6 +2,8 @@
 
 //! Completion queues: user CQs (a ring in pinned user memory that the provider library polls)
 //! and kernel CQs (a ring in coherent memory that `poll_cq` consumes).
+//!
+//! Layer: RDMA device.
 
 use crate::{
     abi::PAGE_DIR_MAX_PAGES,

@@ -16,22 +16,60 @@
 //! device raises no interrupt that would make anyone poll, so the [`Flusher`] calls the kernel
 //! CQs' completion handlers while kernel QPs have unflushed work (mlx5 does the same when its
 //! device fails).
+//!
+//! Layer: RDMA device. The device layer starts the flusher without naming it: [`FlushOnDeath`]
+//! is the [`OnDeath`] that [`Hw`](crate::hw::Hw) owns.
 
-use crate::{abi::PORT, device::IbDev};
+use crate::{abi::PORT, device::IbDev, hw::OnDeath};
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::{
-    impl_has_hr_timer,
+    impl_has_hr_timer, new_spinlock_irq,
     prelude::*,
     rdma::{DeviceHandle, PortEvent},
-    sync::{Arc, ArcBorrow},
+    sync::{Arc, ArcBorrow, SpinLockIrq},
     time::{
-        hrtimer::{HrTimer, HrTimerCallback, HrTimerCallbackContext, HrTimerRestart, RelativeMode},
+        hrtimer::{
+            ArcHrTimerHandle, HrTimer, HrTimerCallback, HrTimerCallbackContext, HrTimerPointer,
+            HrTimerRestart, RelativeMode,
+        },
         Delta, Monotonic,
     },
 };
 
 /// How often the [`Flusher`] looks for unflushed work.
 const FLUSH_PERIOD_MS: i64 = 10;
+
+/// The [`Flusher`] of a device, started when the device is declared dead
+/// ([`OnDeath::declared_dead`]); dropped with the device's [`Hw`](crate::hw::Hw), which stops
+/// it.
+#[pin_data]
+pub(crate) struct FlushOnDeath {
+    /// The flusher, while it runs: dropping the handle stops the timer.
+    #[pin]
+    running: SpinLockIrq<Option<ArcHrTimerHandle<Flusher>>>,
+    flusher: Arc<Flusher>,
+}
+
+impl FlushOnDeath {
+    /// What starts the flusher for the RDMA device `events` attaches to.
+    pub(crate) fn new(events: Arc<DeviceHandle<IbDev>>) -> Result<Arc<Self>> {
+        let flusher = Flusher::new(events)?;
+        Arc::pin_init(
+            pin_init!(Self {
+                running <- new_spinlock_irq!(None, "pvrdma::FlushOnDeath::running"),
+                flusher,
+            }),
+            GFP_KERNEL,
+        )
+    }
+}
+
+impl OnDeath for FlushOnDeath {
+    fn declared_dead(&self) {
+        let handle = self.flusher.clone().start(Flusher::first_delay());
+        *self.running.lock() = Some(handle);
+    }
+}
 
 /// A timer, started when the device is declared dead and stopped when the driver lets the
 /// device go, that reports the fatal event and calls the completion handlers of the kernel CQs
@@ -51,7 +89,7 @@ pub(crate) struct Flusher {
 
 impl Flusher {
     /// A flusher for the RDMA device `events` attaches to; not started.
-    pub(crate) fn new(events: Arc<DeviceHandle<IbDev>>) -> Result<Arc<Self>> {
+    fn new(events: Arc<DeviceHandle<IbDev>>) -> Result<Arc<Self>> {
         Arc::pin_init(
             pin_init!(Self {
                 timer <- HrTimer::new(),
@@ -63,7 +101,7 @@ impl Flusher {
     }
 
     /// The delay before the first run.
-    pub(crate) fn first_delay() -> Delta {
+    fn first_delay() -> Delta {
         Delta::from_millis(0)
     }
 }

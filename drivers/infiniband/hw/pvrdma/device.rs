@@ -3,6 +3,8 @@
 //! The RDMA device's data (`IbDev`): the hardware, its checked capabilities, the GID table, the
 //! UAR pages and the object counts, with the device-level queries. The objects (`context.rs`,
 //! `cq.rs`, `qp.rs`, ...) build on it; `ib.rs` hands the RDMA core's callbacks to them.
+//!
+//! Layer: RDMA device.
 
 use crate::{abi::*, counts::Counts, hw::Hw, uar::UarTable};
 use core::fmt::Write;

@@ -2,12 +2,13 @@
 
 //! The device itself: its registers, the device shared region (DSR), the command channel and
 //! the device's rings, shared by the RDMA device, the interrupt handlers and the link watcher.
+//!
+//! Layer: device. It names neither the RDMA device nor the interrupt handlers: what it needs of
+//! the layers above is handed to it (the [`OnDeath`] told when the device is declared dead).
 
 use crate::{
     abi::*,
     cmd::{CmdChannel, Regs, ResponseSignal},
-    dead::Flusher,
-    device::IbDev,
     pdir::DirCache,
     ring::DeviceRing,
     stats::Stats,
@@ -17,17 +18,15 @@ use kernel::{
     device::Core,
     dma::Coherent,
     io::Io,
-    net, new_mutex, new_spinlock_irq,
+    net, new_mutex,
     page::{PAGE_SHIFT, PAGE_SIZE},
     pci,
     prelude::*,
-    rdma::DeviceHandle,
     sync::{
         aref::ARef,
         barrier::{mb, Full},
-        Arc, Mutex, SpinLockIrq,
+        Arc, Mutex,
     },
-    time::hrtimer::{ArcHrTimerHandle, HrTimerPointer},
 };
 use zerocopy::{FromBytes, Immutable, IntoBytes};
 
@@ -36,6 +35,17 @@ pub(crate) const NAME: &CStr = c"pvrdma";
 
 /// The UAR BAR, as far as the driver maps it: the kernel's page.
 type Uar = pci::DevresBar<PAGE_SIZE>;
+
+/// What the layer above does once the device is declared dead ([`Hw::declare_dead`]): the RDMA
+/// device's flusher (`crate::dead`), which this layer does not name.
+///
+/// [`Hw`] owns it, and drops it after the registers (which resets the device) and before the
+/// shared memory: dropping it must stop whatever it started.
+pub(crate) trait OnDeath: Send + Sync {
+    /// Called once, when the device was declared dead and reset. Any context; must take no lock
+    /// of the RDMA device's (the callers of [`Hw::declare_dead`] may hold them).
+    fn declared_dead(&self);
+}
 
 /// The device and the memory it shares with the driver.
 ///
@@ -49,11 +59,8 @@ pub(crate) struct Hw {
     pub(crate) regs: DeviceRegs,
     /// Whether the device was declared dead (see [`Hw::declare_dead`]).
     dead: AtomicBool,
-    /// The flusher of a dead device (see `crate::dead`), running while it is here: dropping it
-    /// stops the timer.
-    #[pin]
-    flusher_running: SpinLockIrq<Option<ArcHrTimerHandle<Flusher>>>,
-    flusher: Arc<Flusher>,
+    /// What the layer above does about a dead device (the flusher, see [`OnDeath`]).
+    on_death: Arc<dyn OnDeath>,
     /// The command channel.
     #[pin]
     pub(crate) cmd: CmdChannel,
@@ -80,11 +87,10 @@ pub(crate) struct Hw {
 
 impl Hw {
     /// Enables `pdev`, maps its BARs and allocates the shared memory. The device does not know
-    /// the DSR yet: see [`Hw::load_dsr`]. `events` is the RDMA device's handle, which a dead
-    /// device's flusher uses.
+    /// the DSR yet: see [`Hw::load_dsr`]. `on_death` is told when the device is declared dead.
     pub(crate) fn new(
         pdev: &pci::Device<Core<'_>>,
-        events: Arc<DeviceHandle<IbDev>>,
+        on_death: Arc<dyn OnDeath>,
     ) -> Result<Arc<Self>> {
         let dev = pdev.as_ref();
         pdev.enable_device_mem()?;
@@ -116,7 +122,6 @@ impl Hw {
         let async_ring = DeviceRing::<Eqe>::new(dev, &pdirs, NUM_RING_PAGES)?;
         let cq_ring = DeviceRing::<Cqne>::new(dev, &pdirs, NUM_RING_PAGES)?;
         let dsr = Coherent::<Dsr>::zeroed(dev, GFP_KERNEL)?;
-        let flusher = Flusher::new(events)?;
         let signal = ResponseSignal::new()?;
         let stats = Arc::new(Stats::new(), GFP_KERNEL)?;
 
@@ -154,8 +159,7 @@ impl Hw {
                 dsr,
                 regs: DeviceRegs(regs),
                 dead: AtomicBool::new(false),
-                flusher_running <- new_spinlock_irq!(None, "pvrdma::Hw::flusher_running"),
-                flusher,
+                on_death,
                 uar,
                 uar_start,
                 uar_len,
@@ -306,7 +310,8 @@ impl Hw {
 
     /// Declares the device dead because of `why`, what it did wrong (see `crate::dead`): no
     /// command runs any more (one under way fails at once), the device is reset, so that it
-    /// stops using the driver's memory, and the flusher starts. Only the first call acts.
+    /// stops using the driver's memory, and the layer above is told ([`OnDeath`]: the flusher
+    /// starts). Only the first call acts.
     ///
     /// Any context; takes no lock of the RDMA device's (its callers may hold them).
     pub(crate) fn declare_dead(&self, why: &str) {
@@ -322,8 +327,7 @@ impl Hw {
         if let Some(regs) = self.regs.try_access() {
             regs.write32(CTL_RESET, REG_CTL);
         }
-        let handle = self.flusher.clone().start(Flusher::first_delay());
-        *self.flusher_running.lock() = Some(handle);
+        self.on_death.declared_dead();
     }
 
     /// Runs the command that destroys the object `what` (with device handle `handle`) in the

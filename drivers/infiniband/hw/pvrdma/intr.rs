@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Interrupt handlers: command responses, async events, CQ notifications.
+//!
+//! Layer: interrupts, which wire the device (`hw`, `cmd`) to the RDMA device (`device`); only
+//! the crate root imports this.
 
 use crate::{
     abi::event_verbs,

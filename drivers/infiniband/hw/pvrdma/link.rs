@@ -6,6 +6,8 @@
 //! The RDMA core follows the port's network device once it is set (`set_netdev`) and hands its
 //! up and down events to the driver ([`report_port_event`]); this notifier finds the device,
 //! follows its registration, and reports a reboot.
+//!
+//! Layer: RDMA device.
 
 use crate::{
     abi::{CTL_UNQUIESCE, PCI_DEVICE_ID_VMWARE_VMXNET3, PORT},

@@ -5,6 +5,8 @@
 //! The rings, slots and page directories the device uses are pages of
 //! [`Coherent<[u8]>`](Coherent). The device writes them concurrently, so every access is a
 //! bounds-checked copy (a volatile one for the ring indexes), never a reference.
+//!
+//! Layer: device.
 
 use kernel::{
     device::{Bound, Device},

@@ -2,6 +2,8 @@
 
 //! Memory regions: user memory pinned and described to the device by a page directory, and DMA
 //! regions (all of memory) for kernel consumers.
+//!
+//! Layer: RDMA device.
 
 use crate::{
     abi::*,

@@ -5,6 +5,8 @@
 //! A directory page holds the bus addresses of up to 512 table pages, each table page the bus
 //! addresses of up to 512 data pages. Commands and the DSR name a directory by its bus address
 //! and a page count.
+//!
+//! Layer: device.
 
 use crate::{
     abi::PAGE_DIR_MAX_PAGES,

@@ -8,6 +8,25 @@
 //!
 //! All `unsafe` code lives in the kernel crate's abstractions (`kernel::pci`, `kernel::dma`,
 //! `kernel::irq`, `kernel::net`, `kernel::rdma`, ...): this crate has none.
+//!
+//! The modules come in layers, each importing only its own and those below it (every module
+//! says which is its own; `tools/lab/driver-layers` checks it):
+//!
+//! ```text
+//! interrupts   intr: the hard interrupt handlers, which hand the device's events to the RDMA
+//!              device
+//! RDMA device  verbs: rdma::Operations, each callback handed to
+//!              ah, context, cq, mr, qp (wq: kernel QPs' queues), srq: the verbs objects, on
+//!              device: IbDev (counts, uar); dead: a dead device's flusher; link: the port's link;
+//!              convert: the core's values and the device's
+//! device       hw: Hw, the registers, the DSR and
+//!              cmd: the command channel; ring: the device's rings; pdir, mem: shared memory;
+//!              stats: what the driver counts; abi: the device's ABI
+//! ```
+//!
+//! The device layer hears of the layers above only through what they hand it: the flusher that
+//! starts when the device is declared dead (`hw::OnDeath`), the response interrupt's handler
+//! that the command channel switches (`cmd::CmdChannel::poll_with`).
 
 #![forbid(unsafe_code)]
 
@@ -35,6 +54,7 @@ mod verbs;
 mod wq;
 
 use abi::*;
+use dead::FlushOnDeath;
 use device::IbDev;
 use hw::{Hw, InterruptsEnabled, NAME};
 use intr::{AsyncEventIrq, CqNotifyIrq, ResponseIrq};
@@ -117,7 +137,7 @@ impl pci::Driver for Pvrdma {
 impl Pvrdma {
     fn new(pdev: &pci::Device<Core<'_>>) -> Result<Self> {
         let events = DeviceHandle::new()?;
-        let hw = Hw::new(pdev, events.clone())?;
+        let hw = Hw::new(pdev, FlushOnDeath::new(events.clone())?)?;
         let caps = hw.load_dsr()?;
 
         // Probe does not hold RTNL: finding the network device and registering the RDMA device
@@ -164,7 +184,7 @@ impl Pvrdma {
                 irq::Flags::TRIGGER_NONE | irq::Flags::NO_AUTOEN,
                 NAME,
                 response,
-            )?);
+            )?)?;
             None
         };
         let async_irq = if vectors.len() > 1 {

@@ -3,6 +3,8 @@
 //! Queue pairs: RC, UD and GSI (QP1); user QPs (rings in pinned user memory, driven by the
 //! provider library) and kernel QPs (rings in the driver's memory, driven by `post_send` and
 //! `post_recv`).
+//!
+//! Layer: RDMA device.
 
 use crate::{
     abi::PAGE_DIR_MAX_PAGES,

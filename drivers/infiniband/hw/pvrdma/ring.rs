@@ -7,6 +7,8 @@
 //! slots; the extra bit tells a full ring from an empty one. The arithmetic is the device's, as
 //! in Linux's `pvrdma_ring.h`, bit for bit, so that driver and device agree even for the slot
 //! counts that are not powers of two.
+//!
+//! Layer: device.
 
 use crate::{
     abi::RingIndexes,

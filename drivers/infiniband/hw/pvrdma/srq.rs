@@ -2,6 +2,8 @@
 
 //! Shared receive queues, for user space only (as in the C driver: no kernel consumer uses them
 //! on this device).
+//!
+//! Layer: RDMA device.
 
 use crate::{abi::*, device::IbDev, pdir::PageDir};
 use kernel::{

@@ -2,6 +2,8 @@
 
 //! What the driver counts about its work with the device, shown as the port's hardware counters
 //! (sysfs `ports/1/hw_counters/`, `rdma statistic`). The C driver keeps none.
+//!
+//! Layer: device.
 
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::rdma::CounterDesc;

@@ -3,6 +3,8 @@
 //! The UAR table: which doorbell pages of BAR 2 belong to which user context.
 //!
 //! Page 0 is the kernel's; each user context gets one other page, which it maps into user space.
+//!
+//! Layer: RDMA device.
 
 use kernel::prelude::*;
 

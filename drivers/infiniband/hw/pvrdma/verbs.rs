@@ -3,6 +3,8 @@
 //! The verbs: the RDMA core's callbacks (`rdma::Operations`), each handed to the object it
 //! concerns (`device.rs` for the device and port, `context.rs`, `cq.rs`, `qp.rs`, `srq.rs`,
 //! `ah.rs`, `mr.rs`), and the device's sysfs attributes.
+//!
+//! Layer: RDMA device.
 
 use crate::{
     ah::Ah,

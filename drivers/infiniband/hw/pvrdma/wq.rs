@@ -25,6 +25,8 @@
 //! (QEMU's stock model does) may report such work afterwards: that completion is dropped, as is
 //! a late one of work completed that way and retired since. A completion of work never posted,
 //! or a second one of signaled work still outstanding, is a lie.
+//!
+//! Layer: RDMA device.
 
 use crate::{
     abi,
