@@ -21,9 +21,9 @@ use kernel::{
     prelude::*,
     rdma::{
         self, AccessFlags, AhAttr, CqInitAttr, DeviceAttr, FwVersion, Gid, GidAttr, LinkLayer,
-        MrKeys, MrType, NotifyFlags, PortAttr, PortImmutable, QpAttr, QpAttrMask, QpInitAttr,
-        QpQuery, RecvWrs, ResEntry, SendWrs, SrqAttr, SrqType, UData, UserContext, UserCqBuffer,
-        Vma, WcSink,
+        MrKeys, MrType, NewUserContext, NotifyFlags, PortAttr, PortImmutable, QpAttr, QpAttrMask,
+        QpInitAttr, QpQuery, RecvWrs, ResEntry, SendWrs, SrqAttr, SrqType, UData, UserContext,
+        UserCqBuffer, WcSink,
     },
 };
 
@@ -138,8 +138,12 @@ impl rdma::Operations for IbDev {
         dev.del_gid(attr)
     }
 
-    fn alloc_ucontext(dev: &rdma::Device<Self>, udata: &mut UData) -> Result<UserCtx> {
-        UserCtx::new(dev, udata)
+    fn alloc_ucontext(
+        dev: &rdma::Device<Self>,
+        ctx: &mut NewUserContext<'_, Self>,
+        udata: &mut UData,
+    ) -> Result<UserCtx> {
+        UserCtx::new(dev, ctx, udata)
     }
 
     fn dealloc_ucontext(dev: &rdma::Device<Self>, ctx: UserCtx) {
@@ -149,10 +153,6 @@ impl rdma::Operations for IbDev {
     fn disassociate_ucontext(_dev: &rdma::Device<Self>, _ctx: &UserContext<Self>) {
         // Nothing of the context outlives what the core already did: its objects are destroyed
         // in the device, its UAR mapping is zapped, and `dealloc_ucontext` returns the UAR page.
-    }
-
-    fn mmap(_dev: &rdma::Device<Self>, ctx: &UserContext<Self>, vma: &mut Vma) -> Result {
-        UserCtx::mmap(ctx, vma)
     }
 
     fn alloc_pd(
