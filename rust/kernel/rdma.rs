@@ -24,6 +24,7 @@ mod counters;
 mod cq;
 mod device;
 mod event;
+mod mmap;
 mod mr;
 mod objects;
 mod ops;
@@ -45,7 +46,7 @@ pub use device::{
     Device, DeviceHandle, DeviceName, RegisteredDevice, Registration, UnregisteredDevice,
 };
 pub use mr::{Access, AccessFlags, Mr, MrKeys, MrType};
-pub use objects::{Pd, UserContext, Vma};
+pub use objects::{NewUserContext, Pd, UserContext};
 pub use ops::Operations;
 pub use qp::{
     modify_qp_is_ok, Qp, QpAltPath, QpAttr, QpAttrFlag, QpAttrMask, QpCap, QpEvent, QpInitAttr,

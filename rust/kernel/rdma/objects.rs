@@ -8,13 +8,18 @@
 //! provider's `alloc_*` callback; on success the provider's data follows the C object. The
 //! `dealloc_*` callback gets the data back by value, and then the core frees the memory.
 
-use super::{ops::Operations, Device};
+use super::{
+    mmap::{BarPages, ContextEntries, MmapEntry},
+    ops::Operations,
+    Device,
+};
 use crate::{
+    alloc::KVec,
     bindings,
     device::{self, Bound},
-    error::{code::EINVAL, to_result, Result},
-    page::PAGE_SIZE,
+    error::{code::EINVAL, Result},
     pci,
+    prelude::*,
     types::Opaque,
 };
 use core::{marker::PhantomData, mem::MaybeUninit};
@@ -23,6 +28,8 @@ use core::{marker::PhantomData, mem::MaybeUninit};
 #[repr(C)]
 pub(super) struct UserContextStorage<T: Operations> {
     ib: Opaque<bindings::ib_ucontext>,
+    /// The entries of the context's mmap table, which the abstraction removes.
+    entries: MaybeUninit<ContextEntries>,
     data: MaybeUninit<T::UserContext>,
 }
 
@@ -35,28 +42,130 @@ pub(super) const fn check_layout<S>() {
 }
 
 impl<T: Operations> UserContextStorage<T> {
-    /// Stores the data of a freshly allocated context.
+    /// Stores the data of a freshly allocated context and the entries its creation inserted.
     ///
     /// # Safety
     ///
     /// `uctx` must be a context the core allocated with `size_ib_ucontext` bytes for a device of
-    /// driver `T`, whose data is not initialised.
-    pub(super) unsafe fn init(uctx: *mut bindings::ib_ucontext, data: T::UserContext) {
+    /// driver `T`, whose data is not initialised, and `new` its [`NewUserContext`].
+    pub(super) unsafe fn init(
+        uctx: *mut bindings::ib_ucontext,
+        new: NewUserContext<'_, T>,
+        data: T::UserContext,
+    ) {
         const { check_layout::<Self>() };
         let this = uctx.cast::<Self>();
-        // SAFETY: `this` covers the allocation (guaranteed by the caller); `data` is written
+        // SAFETY: `this` covers the allocation (guaranteed by the caller); each field is written
         // once, here.
-        unsafe { (*this).data.write(data) };
+        unsafe {
+            (*this).entries.write(new.into_entries());
+            (*this).data.write(data);
+        }
     }
 
-    /// Takes the data of a context being deallocated.
+    /// Takes the data of a context being deallocated, after removing the entries of its mmap
+    /// table: none can be mapped any more by the time the driver gets its data back.
     ///
     /// # Safety
     ///
-    /// `uctx` must have been initialised with [`Self::init`] and not taken since.
+    /// `uctx` must have been initialised with [`Self::init`] and not taken since, and be live.
     pub(super) unsafe fn take(uctx: *mut bindings::ib_ucontext) -> T::UserContext {
-        // SAFETY: Guaranteed by the caller: the data is initialised and read out once.
-        unsafe { (*uctx.cast::<Self>()).data.assume_init_read() }
+        let this = uctx.cast::<Self>();
+        // SAFETY: Guaranteed by the caller: the entries and the data are initialised and read
+        // out once. The context is live while the entries are dropped (removed), as they need.
+        unsafe {
+            drop((*this).entries.assume_init_read());
+            (*this).data.assume_init_read()
+        }
+    }
+}
+
+/// A user context being created: what [`Operations::alloc_ucontext`] sets up in it before its
+/// data exists, namely what the context's process can map.
+///
+/// # Invariants
+///
+/// `ptr` is a context the core allocated for a device of driver `T`, in its `alloc_ucontext`
+/// call, live for `'a`, with its device, uverbs file and mmap table set up; `entries` holds
+/// every entry inserted into its table.
+pub struct NewUserContext<'a, T: Operations> {
+    ptr: *mut bindings::ib_ucontext,
+    entries: ContextEntries,
+    _p: PhantomData<(&'a (), T)>,
+}
+
+impl<'a, T: Operations> NewUserContext<'a, T> {
+    /// # Safety
+    ///
+    /// `ptr` must be a context the core allocated for a device of driver `T` and passed to
+    /// `alloc_ucontext`, live for `'a`.
+    pub(super) unsafe fn new(ptr: *mut bindings::ib_ucontext) -> Self {
+        // INVARIANT: `ib_alloc_ucontext()` sets the device, file and table up before the core
+        // calls `alloc_ucontext` (guaranteed by the caller); no entry is inserted yet.
+        Self {
+            ptr,
+            entries: KVec::new(),
+            _p: PhantomData,
+        }
+    }
+
+    /// The entries inserted, which the context keeps until it is deallocated. (Dropping a
+    /// `NewUserContext` instead, when the creation fails, removes them.)
+    fn into_entries(self) -> ContextEntries {
+        self.entries
+    }
+
+    /// The device the context belongs to.
+    fn device(&self) -> &Device<T> {
+        // SAFETY: The context's device is a live device of driver `T` (type invariant).
+        unsafe { Device::from_raw((*self.ptr).device) }
+    }
+
+    /// Lets the context's process map `pages` pages of memory BAR `bar` of the RDMA device's
+    /// parent, from page `first_page` of the BAR on, uncached (a doorbell page, for example),
+    /// with an `mmap()` of the uverbs file at byte offset `pgoff * PAGE_SIZE` and of exactly that
+    /// length. Until the context is deallocated.
+    ///
+    /// Only device memory can be mapped this way: the range must lie inside the BAR, which must
+    /// be a memory BAR starting on a page boundary, of a parent that is a PCI device (`EINVAL`
+    /// otherwise, and for no page). `ENOMEM` if a page of the offsets is taken already. The core
+    /// zaps the mapping when the RDMA device is unregistered (or the context otherwise
+    /// disassociated), which happens before the parent is unbound: the BAR is the parent's own
+    /// for that reason, never that of another device, whose unbinding (and the release of its
+    /// BAR) the core would not see.
+    pub fn map_bar_uncached(
+        &mut self,
+        pgoff: u32,
+        bar: u32,
+        first_page: u64,
+        pages: usize,
+    ) -> Result {
+        let pdev = <&pci::Device<Bound>>::try_from(self.device().parent())?;
+        let start = pdev.resource_start(bar)?;
+        let len = pdev.resource_len(bar)?;
+        let dev: &device::Device<Bound> = pdev.as_ref();
+        // SAFETY: `dev` is the `struct device` embedded in the `struct pci_dev` of `pdev`, which is
+        // live while `pdev` is borrowed; `bar` is a valid BAR index (`resource_start` checked it).
+        let flags = unsafe {
+            let pci = crate::container_of!(dev.as_raw(), bindings::pci_dev, dev);
+            (*pci).resource[bar as usize].flags
+        };
+        if flags & bindings::IORESOURCE_MEM as crate::ffi::c_ulong == 0 {
+            return Err(EINVAL);
+        }
+        // SAFETY: `start` and `len` are those of a memory BAR (just checked) of the parent of the
+        // device of this context, whose table the entry goes into.
+        let mapping = unsafe { BarPages::new(start, len, first_page, pages) }?;
+        // Room first: an entry that could not be kept would be removed again at once.
+        self.entries.reserve(1, GFP_KERNEL)?;
+        // SAFETY: The context is live, with its table set up, until it is deallocated (type
+        // invariant), before which the entry is dropped: it is kept in `entries`, which either
+        // `Drop` drops (creation failed) or the context's storage keeps until `take`. The device's
+        // `mmap_free` is `free::<BarPages>` (`Adapter::OPS`, with `alloc_ucontext`).
+        // `alloc_ucontext` may sleep.
+        let entry = unsafe { MmapEntry::insert_exact(self.ptr, pgoff, pages, mapping) }?;
+        self.entries.push(entry, GFP_KERNEL)?;
+        Ok(())
     }
 }
 
@@ -86,61 +195,6 @@ impl<T: Operations> UserContext<T> {
         // SAFETY: A live context's device is a live device of driver `T`.
         unsafe { Device::from_raw((*self.as_raw()).device) }
     }
-
-    /// Maps `vma.size()` bytes of memory BAR `bar` of the RDMA device's parent, from page `page`
-    /// of the BAR on, into the calling process at `vma`, uncached (C's `rdma_user_mmap_io()` with
-    /// `pgprot_noncached()`): a doorbell page, for example.
-    ///
-    /// Only device memory can be mapped this way: the range must lie inside the BAR, which must
-    /// be a memory BAR starting on a page boundary, of a parent that is a PCI device (`EINVAL`
-    /// otherwise). The core tracks the mapping and zaps it when the RDMA device is unregistered
-    /// (or the context otherwise disassociated), which happens before the parent is unbound: the
-    /// BAR is the parent's own for that reason, never that of another device, whose unbinding
-    /// (and the release of its BAR) the core would not see.
-    pub fn mmap_bar_uncached(&self, vma: &mut Vma, bar: u32, page: u64) -> Result {
-        let pdev = <&pci::Device<Bound>>::try_from(self.device().parent())?;
-        let start = pdev.resource_start(bar)?;
-        let len = pdev.resource_len(bar)?;
-        let dev: &device::Device<Bound> = pdev.as_ref();
-        // SAFETY: `dev` is the `struct device` embedded in the `struct pci_dev` of `pdev`, which is
-        // live while `pdev` is borrowed; `bar` is a valid BAR index (`resource_start` checked it).
-        let flags = unsafe {
-            let pci = crate::container_of!(dev.as_raw(), bindings::pci_dev, dev);
-            (*pci).resource[bar as usize].flags
-        };
-        let page_size = PAGE_SIZE as u64;
-        let offset = page.checked_mul(page_size).ok_or(EINVAL)?;
-        let end = offset.checked_add(vma.size() as u64).ok_or(EINVAL)?;
-        if flags & bindings::IORESOURCE_MEM as crate::ffi::c_ulong == 0
-            || start % page_size != 0
-            || vma.size() == 0
-            || end > len
-        {
-            return Err(EINVAL);
-        }
-        let pfn = start / page_size + page;
-        let raw = vma.as_raw();
-        let size = vma.size();
-        // SAFETY: `raw` is the VMA of the current `mmap` call on this context; reading its
-        // protection is allowed during the call.
-        let prot = unsafe { bindings::pgprot_noncached((*raw).vm_page_prot) };
-        // SAFETY: The context is live and this runs inside its `mmap` callback (the only place a
-        // `&mut Vma` exists), as `rdma_user_mmap_io` requires; `pfn` and `size` cover a range
-        // inside a memory BAR of the RDMA device's parent (checked above), not memory the kernel
-        // owns, and the core zaps the mapping when the RDMA device is unregistered, which
-        // happens before the parent is unbound (its `Registration` lives in a `Devres` of the
-        // parent).
-        to_result(unsafe {
-            bindings::rdma_user_mmap_io(
-                self.as_raw(),
-                raw,
-                pfn as crate::ffi::c_ulong,
-                size as crate::ffi::c_ulong,
-                prot,
-                core::ptr::null_mut(),
-            )
-        })
-    }
 }
 
 impl<T: Operations> core::ops::Deref for UserContext<T> {
@@ -153,59 +207,6 @@ impl<T: Operations> core::ops::Deref for UserContext<T> {
                 .data
                 .assume_init_ref()
         }
-    }
-}
-
-/// The user-space mapping being created by an `mmap` callback (C's `struct vm_area_struct`).
-///
-/// # Invariants
-///
-/// Wraps a valid VMA whose `mmap` is in progress.
-#[repr(transparent)]
-pub struct Vma(Opaque<bindings::vm_area_struct>);
-
-impl Vma {
-    /// # Safety
-    ///
-    /// `ptr` must be a VMA in the middle of being mapped, valid for `'a`.
-    pub(super) unsafe fn from_raw<'a>(ptr: *mut bindings::vm_area_struct) -> &'a mut Self {
-        // SAFETY: Transparent wrapper; validity guaranteed by the caller.
-        unsafe { &mut *ptr.cast() }
-    }
-
-    fn as_raw(&self) -> *mut bindings::vm_area_struct {
-        self.0.get()
-    }
-
-    /// The start address.
-    pub fn start(&self) -> usize {
-        // SAFETY: The VMA is valid (type invariant).
-        unsafe { (*self.as_raw()).__bindgen_anon_1.__bindgen_anon_1.vm_start }
-    }
-
-    /// The end address (exclusive).
-    pub fn end(&self) -> usize {
-        // SAFETY: The VMA is valid (type invariant).
-        unsafe { (*self.as_raw()).__bindgen_anon_1.__bindgen_anon_1.vm_end }
-    }
-
-    /// The length in bytes.
-    pub fn size(&self) -> usize {
-        self.end().saturating_sub(self.start())
-    }
-
-    /// The offset user space passed to `mmap()`, in pages.
-    pub fn pgoff(&self) -> usize {
-        // SAFETY: The VMA is valid (type invariant).
-        unsafe { (*self.as_raw()).vm_pgoff }
-    }
-
-    /// Checks that the mapping is exactly `pages` pages long and starts at page offset `pgoff`.
-    pub fn expect(&self, pgoff: usize, pages: usize) -> Result {
-        if self.pgoff() != pgoff || self.size() != pages * crate::page::PAGE_SIZE {
-            return Err(EINVAL);
-        }
-        Ok(())
     }
 }
 

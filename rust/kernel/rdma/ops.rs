@@ -9,7 +9,7 @@ use super::{
     cq::{Cq, CqInitAttr, CqStorage, DestroyingCq},
     device::{Device, RegisteredDevice},
     mr::{AccessFlags, Mr, MrKeys, MrType},
-    objects::{Pd, PdStorage, UserContext, UserContextStorage, Vma},
+    objects::{NewUserContext, Pd, PdStorage, UserContext, UserContextStorage},
     qp::{Qp, QpAttrMask, QpInitAttr, QpModifyAttr, QpQuery, QpStorage},
     restrack::ResEntry,
     srq::{Srq, SrqAttr, SrqModifyAttr, SrqStorage, SrqType},
@@ -180,8 +180,15 @@ pub trait Operations: Send + Sync + Sized + 'static {
     }
 
     /// Creates the data of a new user context; `udata` carries the driver-specific request and
-    /// response.
-    fn alloc_ucontext(_dev: &Device<Self>, _udata: &mut UData) -> Result<Self::UserContext> {
+    /// response. What the context's process can map is set up in `ctx` (e.g. with
+    /// [`NewUserContext::map_bar_uncached`]): the abstraction maps it when user space asks with
+    /// its offset and length, refuses any other `mmap()` of the device with `EINVAL`, and removes
+    /// it before [`Operations::dealloc_ucontext`] (or at once if this fails).
+    fn alloc_ucontext(
+        _dev: &Device<Self>,
+        _ctx: &mut NewUserContext<'_, Self>,
+        _udata: &mut UData,
+    ) -> Result<Self::UserContext> {
         crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -191,19 +198,14 @@ pub trait Operations: Send + Sync + Sized + 'static {
     }
 
     /// The device is being unregistered while `ctx` is still open. The core has destroyed the
-    /// context's objects and zapped its mappings (every mapping a driver can make goes through
-    /// [`UserContext::mmap_bar_uncached`], which the core tracks for this); it sends the process
-    /// `IB_EVENT_DEVICE_FATAL` and calls [`Operations::dealloc_ucontext`] next.
+    /// context's objects and zapped its mappings (every mapping is of an entry the driver set up
+    /// in [`Operations::alloc_ucontext`], made with `rdma_user_mmap_io()`, which the core tracks
+    /// for this); it sends the process `IB_EVENT_DEVICE_FATAL` and calls
+    /// [`Operations::dealloc_ucontext`] next.
     ///
     /// Implementing it, even empty, lets the device be removed (and the module unloaded) while
     /// processes hold it open; without it, removal waits until every process has closed it.
     fn disassociate_ucontext(_dev: &Device<Self>, _ctx: &UserContext<Self>) {
-        crate::build_error!(VTABLE_DEFAULT_ERROR)
-    }
-
-    /// Maps something of `ctx` into user space (`vma`), e.g. with
-    /// [`UserContext::mmap_bar_uncached`].
-    fn mmap(_dev: &Device<Self>, _ctx: &UserContext<Self>, _vma: &mut Vma) -> Result {
         crate::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -536,7 +538,6 @@ impl<T: Operations> Adapter<T> {
             alloc_ucontext,
             dealloc_ucontext,
             disassociate_ucontext,
-            mmap,
             alloc_pd,
             dealloc_pd,
             create_cq,
@@ -561,6 +562,11 @@ impl<T: Operations> Adapter<T> {
             dereg_mr,
             alloc_mr,
         );
+        if T::HAS_ALLOC_UCONTEXT {
+            // What user space maps is what `alloc_ucontext` put in the context's mmap table.
+            ops.mmap = Some(Self::mmap);
+            ops.mmap_free = Some(Self::mmap_free);
+        }
         if T::HAS_DESTROY_CQ {
             // A kernel CQ leaves the device's table before `ib_free_cq()` stops its polling
             // context, and is destroyed after (see `ops/cq.rs`).

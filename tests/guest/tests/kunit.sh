@@ -1,5 +1,5 @@
 #!/bin/sh
-# lab-about: the kernel's KUnit suites, run at boot (kunit.enable=1): the `kernel` crate's doctests (rust/'s included) and the suites of the series (rust_rdma_object_table, rust_rdma_device_name, rust_rdma_port_event, rust_rdma_cq, rust_rdma_umem, rust_rdma_wr_id, rust_rdma_modify_srq_attr, rust_rdma_modify_qp_attr, rust_rdma_fw_str, rust_rdma_sysfs, rust_net_device, rust_pci_irq_flags) all pass, none skipped, read from the KTAP report in dmesg
+# lab-about: the kernel's KUnit suites, run at boot (kunit.enable=1): the `kernel` crate's doctests (rust/'s included) and the suites of the series (rust_rdma_object_table, rust_rdma_device_name, rust_rdma_port_event, rust_rdma_cq, rust_rdma_umem, rust_rdma_mmap, rust_rdma_wr_id, rust_rdma_modify_srq_attr, rust_rdma_modify_qp_attr, rust_rdma_fw_str, rust_rdma_sysfs, rust_net_device, rust_pci_irq_flags) all pass, none skipped, read from the KTAP report in dmesg
 # lab-timeout: 120
 # lab-kernel-args: kunit.enable=1
 . "$LAB_DIR/lib.sh"
@@ -21,7 +21,7 @@ skipped=$(grep -E '^ok [0-9]+ [^ ]+ # SKIP' "$ktap" | sed -E 's/^ok [0-9]+ //' |
 [ -z "$skipped" ] || lab_fail "KUnit suites skipped: $skipped"
 
 # The suites this project relies on must have run and passed.
-for suite in rust_doctests_kernel rust_rdma_object_table rust_rdma_device_name rust_rdma_port_event rust_rdma_cq rust_rdma_umem rust_rdma_wr_id rust_rdma_modify_srq_attr rust_rdma_modify_qp_attr rust_rdma_fw_str rust_rdma_sysfs rust_net_device rust_pci_irq_flags; do
+for suite in rust_doctests_kernel rust_rdma_object_table rust_rdma_device_name rust_rdma_port_event rust_rdma_cq rust_rdma_umem rust_rdma_mmap rust_rdma_wr_id rust_rdma_modify_srq_attr rust_rdma_modify_qp_attr rust_rdma_fw_str rust_rdma_sysfs rust_net_device rust_pci_irq_flags; do
 	grep -qE "^ok [0-9]+ $suite\$" "$ktap" || lab_fail "KUnit suite $suite did not run (or did not pass): is its config option on?"
 done
 

@@ -14,7 +14,9 @@
  * Groups: invalid udata lengths and bogus ring buffers; requests longer than
  * the provider's struct, with a byte set past it or all zeros; zero and huge
  * sizes; unaligned buffers; unknown handles and handles of another context;
- * bad QP attributes; destroying objects still in use; the kernel's data-path
+ * bad QP attributes; destroying objects still in use; mmap()s of the command
+ * fd at offsets, lengths and sharing the provider does not use; the kernel's
+ * data-path
  * commands (POST_SEND, POST_RECV, POLL_CQ, ...) on user QPs and CQs, whose
  * kernel rings do not exist (the core refuses these write commands unless a
  * driver adds them to its uverbs_cmd_mask, which neither driver may do).
@@ -1467,6 +1469,64 @@ static int srq_limit_over_max_wr(char *note, size_t len)
     return r;
 }
 
+/* ---- mmap of the uverbs file ---- */
+
+/*
+ * The provider maps its context's doorbell (UAR) page with one shared page at
+ * offset 0 of the command fd (its ABI has no other offset). Maps @len bytes at
+ * byte offset @off with @flags; returns 0 if that worked (and unmaps again) or
+ * the errno.
+ */
+static int map_cmd_fd(size_t len, off_t off, int flags, char *note, size_t note_len)
+{
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, flags, cmd_fd, off);
+
+    if (p == MAP_FAILED) {
+        return errno;
+    }
+    note_set(note, note_len, "%zu bytes at offset %#llx mapped", len, (unsigned long long)off);
+    if (munmap(p, len)) {
+        case_fail("munmap: %s", strerror(errno));
+    }
+    return 0;
+}
+
+/* The doorbell page again, as the provider maps it: must work. */
+static int mmap_uar_again(char *note, size_t len)
+{
+    int r = map_cmd_fd(page_size, 0, MAP_SHARED, note, len);
+
+    if (r) {
+        case_fail("the doorbell page (one shared page at offset 0) did not map again");
+    }
+    return r;
+}
+
+/* The C driver checks the byte offset for page alignment, which an offset
+ * made from vm_pgoff always has: it maps the doorbell at any offset. */
+static int mmap_offset_one_page(char *note, size_t len)
+{
+    return map_cmd_fd(page_size, page_size, MAP_SHARED, note, len);
+}
+
+/* Past the 32 bits of page offset the core's mmap table has. */
+static int mmap_offset_2_32_pages(char *note, size_t len)
+{
+    return map_cmd_fd(page_size, (off_t)page_size << 32, MAP_SHARED, note, len);
+}
+
+static int mmap_two_pages(char *note, size_t len)
+{
+    return map_cmd_fd(2 * page_size, 0, MAP_SHARED, note, len);
+}
+
+/* A private (copy-on-write) mapping of device memory: the RDMA core maps only
+ * shared ones (rdma_user_mmap_io()); the C driver does not check. */
+static int mmap_private(char *note, size_t len)
+{
+    return map_cmd_fd(page_size, 0, MAP_PRIVATE, note, len);
+}
+
 /* ---- Kernel data-path commands on user objects ---- */
 
 /* The kernel's POST_SEND on a user QP in RTS (connected to itself). */
@@ -1736,6 +1796,17 @@ static const struct bad_case cases[] = {
          "DEALLOC_PD of a PD with an SRQ"),
     CASE("destroy-cq-with-qp", destroy_cq_with_qp, MUST_FAIL, 0, "DESTROY_CQ of a QP's CQ"),
     CASE("destroy-srq-with-qp", destroy_srq_with_qp, MUST_FAIL, 0, "DESTROY_SRQ of a QP's SRQ"),
+    /* mmap of the uverbs file */
+    CASE("mmap-doorbell-again", mmap_uar_again, MAY_ACCEPT, 0,
+         "mmap of one shared page at offset 0, as the provider maps its doorbell (must work)"),
+    CASE("mmap-offset-one-page", mmap_offset_one_page, MUST_FAIL, 1,
+         "mmap of one page at offset 1 page (nothing is there)"),
+    CASE("mmap-offset-2^32-pages", mmap_offset_2_32_pages, MUST_FAIL, 1,
+         "mmap of one page at offset 2^32 pages"),
+    CASE("mmap-two-pages", mmap_two_pages, MUST_FAIL, 0,
+         "mmap of two pages at offset 0 (the doorbell is one)"),
+    CASE("mmap-private", mmap_private, MUST_FAIL, 1,
+         "private mmap of the doorbell page (offset 0, one page)"),
     /* kernel data-path commands on user objects */
     CASE("kernel-post-srq-recv", kernel_post_srq_recv, MUST_FAIL, 0,
          "POST_SRQ_RECV through the kernel"),

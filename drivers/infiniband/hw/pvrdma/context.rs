@@ -7,7 +7,7 @@
 use crate::{abi::*, device::IbDev};
 use kernel::{
     prelude::*,
-    rdma::{self, UData, UserContext, Vma},
+    rdma::{self, NewUserContext, UData, UserContext},
 };
 
 /// A user context: its doorbell page and the device's handle.
@@ -17,9 +17,14 @@ pub(crate) struct UserCtx {
 }
 
 impl UserCtx {
-    /// Creates a user context (see [`rdma::Operations::alloc_ucontext`]): a UAR page of its own
+    /// Creates a user context (see [`rdma::Operations::alloc_ucontext`]): a UAR page of its own,
+    /// which the process maps (uncached) with one page at offset 0, as the provider's ABI has it,
     /// and the device's context, whose table size the provider learns from the response.
-    pub(crate) fn new(dev: &rdma::Device<IbDev>, udata: &mut UData) -> Result<Self> {
+    pub(crate) fn new(
+        dev: &rdma::Device<IbDev>,
+        new: &mut NewUserContext<'_, IbDev>,
+        udata: &mut UData,
+    ) -> Result<Self> {
         let uar_index = dev.uars.lock().alloc()?;
         let uar_pfn = dev.hw.uar_pfn(uar_index);
         let pfn = if dev.hw.version < VERSION_PPN64 {
@@ -46,7 +51,11 @@ impl UserCtx {
             qp_tab_size: dev.caps.max_qp,
             reserved: 0,
         };
-        if let Err(e) = udata.write(&reply) {
+        // The provider maps the doorbell page at offset 0: its response has no field for an
+        // offset. Any other offset or length is refused.
+        let mapped = new.map_bar_uncached(0, BAR_UAR, uar_index.into(), 1);
+        if let Err(e) = mapped.and_then(|()| udata.write(&reply)) {
+            // The abstraction removes the mapping, which no process can have made yet.
             ctx.destroy(dev);
             return Err(e);
         }
@@ -67,13 +76,6 @@ impl UserCtx {
         );
         // The page goes back even if the device refused: the context is gone either way.
         dev.uars.lock().free(self.uar_index);
-    }
-
-    /// Maps the context's doorbell page, the only thing to map, at offset 0 (see
-    /// [`rdma::Operations::mmap`]).
-    pub(crate) fn mmap(ctx: &UserContext<IbDev>, vma: &mut Vma) -> Result {
-        vma.expect(0, 1)?;
-        ctx.mmap_bar_uncached(vma, BAR_UAR, ctx.uar_index.into())
     }
 }
 

@@ -23,9 +23,9 @@ use kernel::{
     prelude::*,
     rdma::{
         self, AccessFlags, AhAttr, CqInitAttr, DeviceAttr, Gid, GidAttr, LinkLayer, MrKeys, MrType,
-        NotifyFlags, PortAttr, PortImmutable, QpAttrMask, QpInitAttr, QpModifyAttr, QpQuery,
-        RecvWrs, ResEntry, SendWrs, SrqAttr, SrqModifyAttr, SrqType, UData, UserContext,
-        UserCqBuffer, Vma, WcSink,
+        NewUserContext, NotifyFlags, PortAttr, PortImmutable, QpAttrMask, QpInitAttr, QpModifyAttr,
+        QpQuery, RecvWrs, ResEntry, SendWrs, SrqAttr, SrqModifyAttr, SrqType, UData, UserContext,
+        UserCqBuffer, WcSink,
     },
     str::Formatter,
 };
@@ -141,8 +141,12 @@ impl rdma::Operations for IbDev {
         dev.del_gid(attr)
     }
 
-    fn alloc_ucontext(dev: &rdma::Device<Self>, udata: &mut UData) -> Result<UserCtx> {
-        UserCtx::new(dev, udata)
+    fn alloc_ucontext(
+        dev: &rdma::Device<Self>,
+        ctx: &mut NewUserContext<'_, Self>,
+        udata: &mut UData,
+    ) -> Result<UserCtx> {
+        UserCtx::new(dev, ctx, udata)
     }
 
     fn dealloc_ucontext(dev: &rdma::Device<Self>, ctx: UserCtx) {
@@ -152,10 +156,6 @@ impl rdma::Operations for IbDev {
     fn disassociate_ucontext(_dev: &rdma::Device<Self>, _ctx: &UserContext<Self>) {
         // Nothing of the context outlives what the core already did: its objects are destroyed
         // in the device, its UAR mapping is zapped, and `dealloc_ucontext` returns the UAR page.
-    }
-
-    fn mmap(_dev: &rdma::Device<Self>, ctx: &UserContext<Self>, vma: &mut Vma) -> Result {
-        UserCtx::mmap(ctx, vma)
     }
 
     fn alloc_pd(
