@@ -4,6 +4,7 @@
 
 use super::{objects::core_object, ops::Operations};
 use crate::{bindings, types::Opaque};
+use core::sync::atomic::{AtomicBool, Ordering};
 
 /// The attributes a CQ is created with (C's `struct ib_cq_init_attr`).
 ///
@@ -63,7 +64,7 @@ crate::impl_flags!(
 
 core_object!(
     /// A live completion queue of driver `T`; dereferences to its data.
-    Cq, CqStorage, ib_cq, Cq, drop_data
+    Cq, CqStorage, ib_cq, Cq, drop_data, armed: AtomicBool = AtomicBool::new(false)
 );
 
 /// A CQ being destroyed, as [`Operations::destroy_cq`] sees it: its data, without the means to
@@ -150,40 +151,58 @@ impl<T: Operations> Cq<T> {
     /// The CQ's completion handler, if its consumer has finished setting the CQ up so that the
     /// handler may run.
     ///
-    /// uverbs and `__ib_create_cq()` set a CQ's handler and context before `create_cq`. A CQ of
+    /// uverbs and `__ib_create_cq()` set a CQ's handler and context before `create_cq`, and the
+    /// driver publishes the CQ (in the device's table, under its lock) after that. A CQ of
     /// `__ib_alloc_cq()` (the one with `wc`, the core's polling array, allocated before
     /// `create_cq`) is still being set up when `create_cq` returns and the driver can reach it:
-    /// the core then sets the handler, then what the handler of the polling context uses
-    /// (`irq_poll_init()` of `iop`; `INIT_WORK()`, arming the CQ, then `comp_wq`). No legitimate
-    /// notification can come before that (no QP uses the CQ yet), but a device that lies could
-    /// send one, and the handler would then schedule an uninitialised `irq_poll` or queue work on
-    /// a NULL workqueue. So such a CQ is ready once the field its handler needs that the core sets
-    /// last is set; the fields that may be being written are read with volatile reads.
+    /// the core then sets the handler and what the handler of the polling context uses
+    /// (`irq_poll_init()` of `iop`, or `INIT_WORK()`), arms the CQ, and for a workqueue sets
+    /// `comp_wq` last. No legitimate notification can come before that (no QP uses the CQ yet),
+    /// but a device that lies could send one, and the handler would then schedule an
+    /// uninitialised `irq_poll` or queue uninitialised work on a NULL workqueue.
+    ///
+    /// So such a CQ is ready once it has been armed and, on a workqueue, `comp_wq` is set. The
+    /// arming trampoline marks the CQ armed with a release store ([`Cq::note_armed`]), which the
+    /// acquire load here pairs with: what the core stored before it arms the CQ is then visible
+    /// on any CPU, not only on those that keep stores in order (x86). The fields that may be
+    /// being written are read with volatile reads.
     fn ready_handler(&self) -> bindings::ib_comp_handler {
         let cq = self.as_raw();
         // `wc` and `poll_ctx` are set before `create_cq` and do not change while the CQ lives;
-        // the others are pointer-sized, aligned fields read with volatile reads, which see NULL
-        // (the zeroed allocation) or the value the core stores.
+        // `comp_handler` and `comp_wq` are pointer-sized, aligned fields read with volatile reads,
+        // which see NULL (the zeroed allocation) or the value the core stores once.
         // SAFETY: The CQ is live (type invariant): its fields may be read.
-        unsafe {
-            let handler = core::ptr::read_volatile(core::ptr::addr_of!((*cq).comp_handler));
-            if handler.is_none() || (*cq).wc.is_null() {
-                // None yet, or not `__ib_alloc_cq()`'s CQ: set up before `create_cq`.
-                return handler;
-            }
-            let ready = match (*cq).poll_ctx {
-                bindings::ib_poll_context_IB_POLL_SOFTIRQ => {
-                    core::ptr::read_volatile(core::ptr::addr_of!((*cq).__bindgen_anon_1.iop.poll))
-                        .is_some()
-                }
-                bindings::ib_poll_context_IB_POLL_WORKQUEUE
-                | bindings::ib_poll_context_IB_POLL_UNBOUND_WORKQUEUE => {
-                    !core::ptr::read_volatile(core::ptr::addr_of!((*cq).comp_wq)).is_null()
-                }
-                _ => true,
-            };
-            handler.filter(|_| ready)
+        let (handler, polled_by_core) = unsafe {
+            (
+                core::ptr::read_volatile(core::ptr::addr_of!((*cq).comp_handler)),
+                !(*cq).wc.is_null(),
+            )
+        };
+        if handler.is_none() || !polled_by_core {
+            // None yet, or not `__ib_alloc_cq()`'s CQ: set up before `create_cq`.
+            return handler;
         }
+        if !self.armed().load(Ordering::Acquire) {
+            return None;
+        }
+        // SAFETY: As above.
+        let ready = match unsafe { (*cq).poll_ctx } {
+            bindings::ib_poll_context_IB_POLL_WORKQUEUE
+            | bindings::ib_poll_context_IB_POLL_UNBOUND_WORKQUEUE => {
+                // SAFETY: As above.
+                !unsafe { core::ptr::read_volatile(core::ptr::addr_of!((*cq).comp_wq)) }.is_null()
+            }
+            _ => true,
+        };
+        handler.filter(|_| ready)
+    }
+
+    /// Marks the CQ armed: its consumer has finished setting it up but for a workqueue's
+    /// `comp_wq` (see [`Cq::ready_handler`]). The arming trampoline calls it before the driver
+    /// arms the CQ; the release store orders what the core stored before (the handler and its
+    /// polling context) before the mark.
+    pub(super) fn note_armed(&self) {
+        self.armed().store(true, Ordering::Release);
     }
 
     /// Tells the CQ's consumer to poll for completions the driver makes itself (the flushes of
@@ -224,9 +243,11 @@ impl<T: Operations> Cq<T> {
 mod tests {
     use super::*;
     use crate::{
+        alloc::flags::__GFP_ZERO,
         prelude::*,
         rdma::{Device, DriverId, TableIndex},
     };
+    use core::{ffi::c_void, sync::atomic::AtomicUsize};
 
     /// A driver with no callbacks: the test looks at the types its callbacks receive.
     struct NoDriver;
@@ -321,5 +342,79 @@ mod tests {
         assert!(found_in_destroy(live, |cq| cq.complete()));
         assert!(found_in_destroy(live, |cq| cq.complete_unsolicited()));
         assert!(found_in_destroy(live, |cq| cq.dispatch_event(CqEvent::Err)));
+    }
+
+    /// How often [`count_completion`] ran.
+    static COMPLETIONS: AtomicUsize = AtomicUsize::new(0);
+
+    /// A consumer's completion handler that counts its calls.
+    unsafe extern "C" fn count_completion(_cq: *mut bindings::ib_cq, _ctx: *mut c_void) {
+        COMPLETIONS.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A polling context's function, which the test never runs.
+    unsafe extern "C" fn never_polled(_iop: *mut bindings::irq_poll, _budget: i32) -> i32 {
+        0
+    }
+
+    /// The memory of a CQ of `NoDriver`, zeroed as the core allocates it.
+    fn cq_memory() -> Result<KBox<core::mem::MaybeUninit<CqStorage<NoDriver>>>> {
+        KBox::new_uninit(GFP_KERNEL | __GFP_ZERO)
+    }
+
+    /// A CQ of `__ib_alloc_cq()` (`wc` set) is ready for its handler only once the core has
+    /// armed it: before, its handler and polling context may be set already on the CPU that
+    /// sets them up, but another CPU may see them in any order. On a workqueue `comp_wq`, set
+    /// after the arming, must be there too. A CQ set up before `create_cq` (no `wc`) is ready
+    /// at once.
+    #[test]
+    fn alloc_cq_ready_once_armed() -> Result {
+        let mut wc_array = KBox::<u8>::new(0, GFP_KERNEL)?;
+        let wc = core::ptr::from_mut::<u8>(&mut wc_array).cast::<bindings::ib_wc>();
+        let mut mem = cq_memory()?;
+        let raw = mem.as_mut_ptr().cast::<bindings::ib_cq>();
+        // SAFETY: `raw` is the zeroed `ib_cq` at the head of the allocation, valid for writes.
+        // The core's fields are written as `__ib_alloc_cq()` writes them after `create_cq` for
+        // an `IB_POLL_SOFTIRQ` CQ (`wc` before it).
+        unsafe {
+            (*raw).wc = wc;
+            (*raw).poll_ctx = bindings::ib_poll_context_IB_POLL_SOFTIRQ;
+            CqStorage::<NoDriver>::init(raw, Data);
+            (*raw).comp_handler = Some(count_completion);
+            (*raw).__bindgen_anon_1.iop.poll = Some(never_polled);
+        }
+        // SAFETY: Initialised just above; `mem` outlives every use of `cq`.
+        let cq = unsafe { Cq::<NoDriver>::from_raw(raw) };
+        let before = COMPLETIONS.load(Ordering::Relaxed);
+        assert!(!cq.complete());
+        assert_eq!(COMPLETIONS.load(Ordering::Relaxed), before);
+        cq.note_armed();
+        assert!(cq.complete());
+        assert_eq!(COMPLETIONS.load(Ordering::Relaxed), before + 1);
+
+        // A workqueue CQ, armed, before and after `comp_wq`.
+        // SAFETY: As above; the polling context is unused by the test's handler.
+        unsafe { (*raw).poll_ctx = bindings::ib_poll_context_IB_POLL_WORKQUEUE };
+        assert!(!cq.complete());
+        let mut wq = KBox::<u8>::new(0, GFP_KERNEL)?;
+        // SAFETY: As above. The workqueue is never used: the test's handler does not queue.
+        unsafe { (*raw).comp_wq = core::ptr::from_mut::<u8>(&mut wq).cast() };
+        assert!(cq.complete());
+        assert_eq!(COMPLETIONS.load(Ordering::Relaxed), before + 2);
+
+        // A CQ of uverbs or `__ib_create_cq()`: no `wc`, its handler set before `create_cq`.
+        let mut user_mem = cq_memory()?;
+        let user_raw = user_mem.as_mut_ptr().cast::<bindings::ib_cq>();
+        // SAFETY: As above.
+        unsafe {
+            (*user_raw).comp_handler = Some(count_completion);
+            CqStorage::<NoDriver>::init(user_raw, Data);
+        }
+        // SAFETY: As above, with `user_mem`.
+        let user_cq = unsafe { Cq::<NoDriver>::from_raw(user_raw) };
+        assert!(user_cq.complete());
+        assert_eq!(COMPLETIONS.load(Ordering::Relaxed), before + 3);
+        // The data (`Data`, which has no `Drop`) is left in the memory the boxes free.
+        Ok(())
     }
 }

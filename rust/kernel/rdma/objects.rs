@@ -299,10 +299,11 @@ macro_rules! core_object {
 
             $(
                 /// The abstraction's own field of the storage (see `core_object!`).
-                pub(super) fn $extra(&self) -> $extra_ty {
+                pub(super) fn $extra(&self) -> &$extra_ty {
                     // SAFETY: By the type invariant the storage was initialised by `init`, which
-                    // set this field; nothing changes it afterwards.
-                    unsafe { (*self.as_raw().cast::<$storage<T>>()).$extra }
+                    // set this field, and lives as long as `self`; it is only ever shared (a
+                    // field that changes does so through interior mutability).
+                    unsafe { &(*self.as_raw().cast::<$storage<T>>()).$extra }
                 }
             )?
         }

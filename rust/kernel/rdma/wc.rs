@@ -367,7 +367,7 @@ impl<'a, T: Operations> WcSink<'a, T> {
         }
         // A QP's serial is never another QP's: an ID of another QP, or of a destroyed one, does
         // not match.
-        if wc.wr_id.qp() != qp.serial() {
+        if wc.wr_id.qp() != *qp.serial() {
             crate::pr_warn_once!(
                 "rdma: a driver completed a work request on another QP: dropped\n"
             );

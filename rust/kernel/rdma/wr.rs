@@ -425,7 +425,7 @@ impl<'a, T: Operations> SendWrs<'a, T> {
         Self {
             next: first,
             datagram: qp.qp_type().is_datagram(),
-            qp: qp.serial(),
+            qp: *qp.serial(),
             progress,
             _p: PhantomData,
         }

@@ -48,7 +48,7 @@ impl<T: Operations> Adapter<T> {
         let driver_post = |progress: &PostProgress<bindings::ib_recv_wr>| {
             // SAFETY: `wr` is a valid chain posted to `qp` for the post's duration, and `post`
             // gives the new progress of this chain.
-            let wrs = unsafe { RecvWrs::new(wr, qp.serial(), progress) };
+            let wrs = unsafe { RecvWrs::new(wr, *qp.serial(), progress) };
             T::post_recv(dev, qp, wrs)
         };
         // SAFETY: As in `post_send`.
@@ -256,7 +256,7 @@ mod tests {
             let mut bad_wr = ptr::null();
             let driver_post = |progress: &PostProgress<bindings::ib_recv_wr>| {
                 // SAFETY: The chain is valid while `self` is borrowed, `progress` is new.
-                driver(unsafe { RecvWrs::new(first, qp.serial(), progress) })
+                driver(unsafe { RecvWrs::new(first, *qp.serial(), progress) })
             };
             // SAFETY: `bad_wr` is valid for writes.
             let errno = unsafe { post(first, &mut bad_wr, driver_post) };

@@ -49,6 +49,8 @@ impl<T: Operations> Adapter<T> {
         from_result(|| {
             // SAFETY: The core passes a live CQ of one of `T`'s devices.
             let (dev, cq) = unsafe { (Self::dev((*ibcq).device), Cq::<T>::from_raw(ibcq)) };
+            // `__ib_alloc_cq()` arms its CQ once the handler's polling context is set up.
+            cq.note_armed();
             Ok(c_int::from(T::req_notify_cq(
                 dev,
                 cq,
