@@ -110,11 +110,10 @@ macro_rules! tabled_kind {
 pub(super) use tabled_kind;
 
 impl<T: Operations> Adapter<T> {
-    /// Creates an object of kind `K`: reserves its table entry (the one step that can fail for
-    /// want of memory, done before the device has the object), lets the driver create it
-    /// (`create`, which returns the initialiser of its data), initialises the data in place and
-    /// enters the object in the table. If the device handed out a handle that a live object has,
-    /// the new object is destroyed again and the creation fails with `EBUSY`.
+    /// Creates an object of kind `K`: lets the driver create it (`create`, which returns the
+    /// initialiser of its data), initialises the data in place and enters the object in the
+    /// table. If the device handed out a handle that a live object has (`EBUSY`), or the table
+    /// cannot grow (`ENOMEM`), the new object is destroyed again and the creation fails.
     ///
     /// # Safety
     ///
@@ -125,14 +124,13 @@ impl<T: Operations> Adapter<T> {
         raw: *mut K::Raw,
         create: impl FnOnce() -> Result<I>,
     ) -> Result {
-        let entry = K::table(dev).reserve()?;
         let init = create()?;
         // SAFETY: Guaranteed by the caller; the data is initialised once, here.
         unsafe { K::init(raw, init) };
         // SAFETY: Initialised just above.
         let index = unsafe { K::index(raw) };
         // SAFETY: The object is live with initialised data until `destroy_tabled` removes it.
-        if let Err(e) = unsafe { K::table(dev).insert(entry, index, raw) } {
+        if let Err(e) = unsafe { K::table(dev).insert(index, raw) } {
             // SAFETY: Initialised above and not in the table: destroyed and dropped once, and
             // the core frees the object without calling back when the creation fails.
             unsafe {
