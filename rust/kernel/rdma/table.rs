@@ -49,12 +49,12 @@ unsafe impl<C: 'static> ForeignOwnable for Entry<C> {
         Self(unsafe { NonNull::new_unchecked(ptr.cast()) })
     }
 
-    unsafe fn borrow<'a>(ptr: *mut c_void) -> NonNull<C> {
+    unsafe fn borrow<'a>(ptr: *mut c_void) -> Self::Borrowed<'a> {
         // SAFETY: As in `from_foreign`.
         unsafe { NonNull::new_unchecked(ptr.cast()) }
     }
 
-    unsafe fn borrow_mut<'a>(ptr: *mut c_void) -> NonNull<C> {
+    unsafe fn borrow_mut<'a>(ptr: *mut c_void) -> Self::BorrowedMut<'a> {
         // SAFETY: As in `from_foreign`.
         unsafe { NonNull::new_unchecked(ptr.cast()) }
     }
