@@ -168,24 +168,22 @@ impl<T: Operations> Cq<T> {
     /// being written are read with volatile reads.
     fn ready_handler(&self) -> bindings::ib_comp_handler {
         let cq = self.as_raw();
-        // `wc` and `poll_ctx` are set before `create_cq` and do not change while the CQ lives;
-        // `comp_handler` and `comp_wq` are pointer-sized, aligned fields read with volatile reads,
-        // which see NULL (the zeroed allocation) or the value the core stores once.
-        // SAFETY: The CQ is live (type invariant): its fields may be read.
-        let (handler, polled_by_core) = unsafe {
-            (
-                core::ptr::read_volatile(core::ptr::addr_of!((*cq).comp_handler)),
-                !(*cq).wc.is_null(),
-            )
-        };
-        if handler.is_none() || !polled_by_core {
-            // None yet, or not `__ib_alloc_cq()`'s CQ: set up before `create_cq`.
-            return handler;
-        }
-        if !self.armed().load(Ordering::Acquire) {
+        // SAFETY: The CQ is live (type invariant): its fields may be read. `wc` is set before
+        // `create_cq` and does not change while the CQ lives.
+        let polled_by_core = !unsafe { (*cq).wc }.is_null();
+        // `__ib_alloc_cq()`'s CQ: its handler and polling context are set once it is armed.
+        if polled_by_core && !self.armed().load(Ordering::Acquire) {
             return None;
         }
+        // `comp_handler` and `comp_wq` are pointer-sized, aligned fields read with volatile reads,
+        // which see NULL (the zeroed allocation) or the value the core stores once.
         // SAFETY: As above.
+        let handler = unsafe { core::ptr::read_volatile(core::ptr::addr_of!((*cq).comp_handler)) };
+        if !polled_by_core {
+            // Set up before `create_cq` (uverbs, `__ib_create_cq()`), or not at all.
+            return handler;
+        }
+        // SAFETY: As above; `poll_ctx` is set before `create_cq` and does not change.
         let ready = match unsafe { (*cq).poll_ctx } {
             bindings::ib_poll_context_IB_POLL_WORKQUEUE
             | bindings::ib_poll_context_IB_POLL_UNBOUND_WORKQUEUE => {

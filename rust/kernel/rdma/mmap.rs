@@ -82,6 +82,17 @@ impl BarPages {
     }
 }
 
+/// Whether resource `bar` of a PCI device, whose flags are `flags`, is one of the device's own
+/// memory BARs, assigned and enabled: not its expansion ROM, nor the BARs of its SR-IOV virtual
+/// functions or bridge windows (the resources after the standard BARs), which other drivers or
+/// devices may own.
+pub(super) fn own_memory_bar(bar: u32, flags: c_ulong) -> bool {
+    let unusable = c_ulong::from(bindings::IORESOURCE_UNSET | bindings::IORESOURCE_DISABLED);
+    bar < bindings::PCI_STD_NUM_BARS
+        && flags & c_ulong::from(bindings::IORESOURCE_MEM) != 0
+        && flags & unusable == 0
+}
+
 /// The frame of page `first_page` of a BAR at `start` of `len` bytes, if that page and the
 /// `pages - 1` after it (at least one in all) are inside the BAR, which must start on a page
 /// boundary; `EINVAL` otherwise.
@@ -117,7 +128,9 @@ impl<M> EntryStorage<M> {
 
 /// A context's own reference to an entry of its mmap table that maps an `M`. Dropping it removes
 /// the entry (`rdma_user_mmap_entry_remove()`): no new mapping of it can be made, and the core
-/// frees it (`mmap_free`, [`free`]) when its mappings are gone too.
+/// frees it (`mmap_free`, [`free`]) when its mappings are gone too. The removal may sleep (it
+/// takes the table's mutex for dma-buf exports): an entry is dropped in process context only,
+/// where its context is created or deallocated.
 ///
 /// # Invariants
 ///
@@ -268,6 +281,24 @@ mod tests {
     use core::sync::atomic::{AtomicUsize, Ordering};
 
     const PAGE: u64 = PAGE_SIZE as u64;
+
+    /// Only a standard memory BAR that is assigned and enabled may be mapped: not an I/O BAR,
+    /// the expansion ROM, the BARs of SR-IOV virtual functions (another driver's, and gone when
+    /// the functions are), nor an unassigned or disabled resource.
+    #[test]
+    fn own_memory_bars_only() {
+        let mem = c_ulong::from(bindings::IORESOURCE_MEM);
+        assert!(own_memory_bar(0, mem));
+        assert!(own_memory_bar(bindings::PCI_STD_NUM_BARS - 1, mem));
+        assert!(!own_memory_bar(bindings::PCI_STD_NUM_BARS, mem));
+        assert!(!own_memory_bar(bindings::PCI_ROM_RESOURCE, mem));
+        // The first SR-IOV BAR (or bridge window), after the ROM.
+        assert!(!own_memory_bar(bindings::PCI_ROM_RESOURCE + 1, mem));
+        assert!(!own_memory_bar(u32::MAX, mem));
+        assert!(!own_memory_bar(0, c_ulong::from(bindings::IORESOURCE_IO)));
+        assert!(!own_memory_bar(0, mem | c_ulong::from(bindings::IORESOURCE_UNSET)));
+        assert!(!own_memory_bar(0, mem | c_ulong::from(bindings::IORESOURCE_DISABLED)));
+    }
 
     /// Pages inside a page-aligned BAR are accepted, whatever else is refused.
     #[test]

@@ -9,7 +9,7 @@
 //! `dealloc_*` callback gets the data back by value, and then the core frees the memory.
 
 use super::{
-    mmap::{BarPages, ContextEntries, MmapEntry},
+    mmap::{own_memory_bar, BarPages, ContextEntries, MmapEntry},
     ops::Operations,
     Device,
 };
@@ -127,8 +127,8 @@ impl<'a, T: Operations> NewUserContext<'a, T> {
     /// length. Until the context is deallocated.
     ///
     /// Only device memory can be mapped this way: the range must lie inside the BAR, which must
-    /// be a memory BAR starting on a page boundary, of a parent that is a PCI device (`EINVAL`
-    /// otherwise, and for no page). `ENOMEM` if a page of the offsets is taken already. The core
+    /// be one of the parent's standard memory BARs, assigned, enabled and starting on a page
+    /// boundary, of a parent that is a PCI device (`EINVAL` otherwise, and for no page). `ENOMEM` if a page of the offsets is taken already. The core
     /// zaps the mapping when the RDMA device is unregistered (or the context otherwise
     /// disassociated), which happens before the parent is unbound: the BAR is the parent's own
     /// for that reason, never that of another device, whose unbinding (and the release of its
@@ -150,11 +150,11 @@ impl<'a, T: Operations> NewUserContext<'a, T> {
             let pci = crate::container_of!(dev.as_raw(), bindings::pci_dev, dev);
             (*pci).resource[bar as usize].flags
         };
-        if flags & bindings::IORESOURCE_MEM as crate::ffi::c_ulong == 0 {
+        if !own_memory_bar(bar, flags) {
             return Err(EINVAL);
         }
-        // SAFETY: `start` and `len` are those of a memory BAR (just checked) of the parent of the
-        // device of this context, whose table the entry goes into.
+        // SAFETY: `start` and `len` are those of one of the parent's own memory BARs (just
+        // checked), the parent of the device of this context, whose table the entry goes into.
         let mapping = unsafe { BarPages::new(start, len, first_page, pages) }?;
         // Room first: an entry that could not be kept would be removed again at once.
         self.entries.reserve(1, GFP_KERNEL)?;
@@ -164,7 +164,9 @@ impl<'a, T: Operations> NewUserContext<'a, T> {
         // `mmap_free` is `free::<BarPages>` (`Adapter::OPS`, with `alloc_ucontext`).
         // `alloc_ucontext` may sleep.
         let entry = unsafe { MmapEntry::insert_exact(self.ptr, pgoff, pages, mapping) }?;
-        self.entries.push(entry, GFP_KERNEL)?;
+        // Cannot fail: room was reserved above. (Were it to, the entry would be dropped, which
+        // removes it.)
+        self.entries.push_within_capacity(entry).map_err(|_| ENOMEM)?;
         Ok(())
     }
 }
@@ -218,7 +220,8 @@ impl<T: Operations> core::ops::Deref for UserContext<T> {
 ///
 /// An optional last argument, `$extra: $extra_ty = $extra_init`, adds a field of the abstraction's
 /// own to the storage: `init` sets it to `$extra_init` before the data, and the wrapper's
-/// `$extra()` reads it (`$extra_ty` is `Copy`).
+/// `$extra()` lends it (a field that changes does so through interior mutability). It is never
+/// dropped (the core frees the memory), so `$extra_ty` must not need to be.
 macro_rules! core_object {
     (
         $(#[$doc:meta])* $name:ident, $storage:ident, $c:ident, $data:ident, $release:ident
@@ -246,6 +249,9 @@ macro_rules! core_object {
                 init: impl $crate::prelude::PinInit<T::$data>,
             ) {
                 const { $crate::rdma::objects::check_layout::<Self>() };
+                $(
+                    const { assert!(!::core::mem::needs_drop::<$extra_ty>()) };
+                )?
                 $(
                     // SAFETY: `ptr` covers the whole storage (guaranteed by the caller), so the
                     // field is valid for writes and suitably aligned.

@@ -12,7 +12,7 @@
 //!
 //! The table is an [`XArray`] keyed by the whole 32-bit handle, whatever values the device
 //! chooses (a device may hand out sparse numbers, such as a backend's QP numbers), locked with
-//! interrupts disabled ([`IrqSave`]): lookups run in interrupt context (CQ notifications, and
+//! interrupts disabled ([`LockIrq`]): lookups run in interrupt context (CQ notifications, and
 //! `poll_cq`, which kernel consumers may call from any context). Each kind of table has a lock
 //! class of its own, as the driver nests them.
 //!
@@ -25,15 +25,21 @@ use crate::{
     prelude::*,
     sync::LockClassKey,
     types::ForeignOwnable,
-    xarray::{AllocKind, IrqSave, XArray},
+    xarray::{AllocKind, LockIrq, XArray},
 };
 use core::ptr::NonNull;
 
-/// An entry of a table: a live object of the RDMA core, which the table never owns.
+/// An entry of a table: a pointer to an object the table does not own (one of the RDMA core's),
+/// handed back only as a raw pointer.
+///
+/// # Invariants
+///
+/// The pointer is non-null and aligned for `C`.
 struct Entry<C>(NonNull<C>);
 
-// SAFETY: `into_foreign` gives the object's pointer, non-null and aligned as `C` is, and
-// `from_foreign` and the borrows rebuild that pointer; nothing is owned, so nothing is freed.
+// SAFETY: `into_foreign` gives the pointer, non-null and aligned for `C` (type invariant), so
+// aligned to `FOREIGN_ALIGN`; `from_foreign` and the borrows rebuild that pointer. Nothing is
+// owned, so nothing is freed or dereferenced here.
 unsafe impl<C: 'static> ForeignOwnable for Entry<C> {
     const FOREIGN_ALIGN: usize = core::mem::align_of::<C>();
     type Borrowed<'a> = NonNull<C>;
@@ -60,9 +66,9 @@ unsafe impl<C: 'static> ForeignOwnable for Entry<C> {
     }
 }
 
-// SAFETY: The pointers are only handed out under the table's lock, while the objects are
-// guaranteed live (the table's invariant), and the RDMA core's objects may be used from any
-// thread.
+// SAFETY: An entry is a pointer that the table never dereferences: it hands it out as a raw
+// pointer, and whoever dereferences it (the abstraction, with objects of the RDMA core, which may
+// be used from any thread) answers for that.
 unsafe impl<C> Send for Entry<C> {}
 
 /// The index of an object's entry in its device's table: the handle the device gave it.
@@ -85,11 +91,11 @@ pub trait TableIndex {
 #[pin_data]
 pub(super) struct ObjectTable<C: 'static> {
     #[pin]
-    xa: XArray<Entry<C>, IrqSave>,
+    xa: XArray<Entry<C>, LockIrq>,
 }
 
 impl<C: 'static> ObjectTable<C> {
-    /// An empty table.
+    /// Creates an empty table.
     ///
     /// Each kind of table needs its own lock class (`key`): the driver takes them in a fixed
     /// order (a CQ's table, then the CQ's own lock, then the QP table while polling), which
@@ -110,12 +116,13 @@ impl<C: 'static> ObjectTable<C> {
     ///
     /// # Safety
     ///
-    /// `obj` must be a live object with initialised data that stays so until [`Self::remove`] is
-    /// called for it.
+    /// `obj` must be a valid, aligned pointer to a live object with initialised data that stays
+    /// so until [`Self::remove`] is called for it.
     pub(super) unsafe fn insert(&self, index: u32, obj: *mut C) -> Result {
+        // INVARIANT: Non-null (checked) and aligned (guaranteed by the caller).
         let obj = NonNull::new(obj).ok_or(EINVAL)?;
         let mut xa = self.xa.lock();
-        // The check and the store are under one lock: an `IrqSave` store never releases it.
+        // The check and the store are under one lock: a `LockIrq` store never releases it.
         if xa.get(index as usize).is_some() {
             return Err(EBUSY);
         }
@@ -132,7 +139,12 @@ impl<C: 'static> ObjectTable<C> {
         let mut xa = self.xa.lock();
         let at = match xa.get(index as usize) {
             Some(o) if o.as_ptr() == obj => Some(index as usize),
-            _ => xa.iter().find(|(_, o)| o.as_ptr() == obj).map(|(i, _)| i),
+            _ => {
+                crate::pr_warn_once!(
+                    "rdma: an object left its table under another handle than it entered with\n"
+                );
+                xa.iter().find(|(_, o)| o.as_ptr() == obj).map(|(i, _)| i)
+            }
         };
         if let Some(at) = at {
             xa.remove(at);
