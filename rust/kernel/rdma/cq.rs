@@ -357,7 +357,7 @@ mod tests {
 
     /// The memory of a CQ of `NoDriver`, zeroed as the core allocates it.
     fn cq_memory() -> Result<KBox<core::mem::MaybeUninit<CqStorage<NoDriver>>>> {
-        KBox::new_uninit(GFP_KERNEL | __GFP_ZERO)
+        Ok(KBox::new_uninit(GFP_KERNEL | __GFP_ZERO)?)
     }
 
     /// A CQ of `__ib_alloc_cq()` (`wc` set) is ready for its handler only once the core has

@@ -87,10 +87,12 @@ impl BarPages {
 /// functions or bridge windows (the resources after the standard BARs), which other drivers or
 /// devices may own.
 pub(super) fn own_memory_bar(bar: u32, flags: c_ulong) -> bool {
-    let unusable = c_ulong::from(bindings::IORESOURCE_UNSET | bindings::IORESOURCE_DISABLED);
-    bar < bindings::PCI_STD_NUM_BARS
-        && flags & c_ulong::from(bindings::IORESOURCE_MEM) != 0
-        && flags & unusable == 0
+    // The flags are those of `struct resource` (`unsigned long`), defined as `u32`s.
+    let (mem, unusable) = (
+        bindings::IORESOURCE_MEM as c_ulong,
+        (bindings::IORESOURCE_UNSET | bindings::IORESOURCE_DISABLED) as c_ulong,
+    );
+    bar < bindings::PCI_STD_NUM_BARS && flags & mem != 0 && flags & unusable == 0
 }
 
 /// The frame of page `first_page` of a BAR at `start` of `len` bytes, if that page and the
@@ -287,7 +289,8 @@ mod tests {
     /// the functions are), nor an unassigned or disabled resource.
     #[test]
     fn own_memory_bars_only() {
-        let mem = c_ulong::from(bindings::IORESOURCE_MEM);
+        let flag = |f: u32| f as c_ulong;
+        let mem = flag(bindings::IORESOURCE_MEM);
         assert!(own_memory_bar(0, mem));
         assert!(own_memory_bar(bindings::PCI_STD_NUM_BARS - 1, mem));
         assert!(!own_memory_bar(bindings::PCI_STD_NUM_BARS, mem));
@@ -295,9 +298,9 @@ mod tests {
         // The first SR-IOV BAR (or bridge window), after the ROM.
         assert!(!own_memory_bar(bindings::PCI_ROM_RESOURCE + 1, mem));
         assert!(!own_memory_bar(u32::MAX, mem));
-        assert!(!own_memory_bar(0, c_ulong::from(bindings::IORESOURCE_IO)));
-        assert!(!own_memory_bar(0, mem | c_ulong::from(bindings::IORESOURCE_UNSET)));
-        assert!(!own_memory_bar(0, mem | c_ulong::from(bindings::IORESOURCE_DISABLED)));
+        assert!(!own_memory_bar(0, flag(bindings::IORESOURCE_IO)));
+        assert!(!own_memory_bar(0, mem | flag(bindings::IORESOURCE_UNSET)));
+        assert!(!own_memory_bar(0, mem | flag(bindings::IORESOURCE_DISABLED)));
     }
 
     /// Pages inside a page-aligned BAR are accepted, whatever else is refused.
