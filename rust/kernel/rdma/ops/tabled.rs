@@ -14,7 +14,7 @@ use crate::{error::Result, prelude::PinInit};
 /// callback.
 pub(super) trait Tabled<T: Operations> {
     /// The C object.
-    type Raw;
+    type Raw: 'static;
     /// The driver's data.
     type Data: TableIndex;
 
