@@ -10,6 +10,7 @@ use crate::{abi::*, counts::Counts, hw::Hw, uar::UarTable};
 use core::fmt::Write;
 use kernel::{
     new_mutex, new_spinlock,
+    page::PAGE_SIZE,
     prelude::*,
     rdma::{self, core_cap, DeviceAttr, Gid, GidAttr, GidType, PortAttr, PortImmutable, UData},
     str::Formatter,
@@ -154,7 +155,10 @@ impl IbDev {
                 c.node_guid
             })
             .set_max_mr_size(c.max_mr_size)
-            .set_page_size_cap(c.page_size_cap)
+            // The page sizes memory regions may use. QEMU's model leaves the field 0, which
+            // verbs users read as no page size at all; the driver builds every page directory
+            // from pages of the kernel's size, so that one is always in the mask.
+            .set_page_size_cap(c.page_size_cap | PAGE_SIZE as u64)
             .set_vendor_id(c.vendor_id)
             .set_vendor_part_id(self.part_id)
             .set_hw_ver(c.hw_ver)
