@@ -1,5 +1,5 @@
 #!/bin/sh
-# lab-about: the driver against a device that lies (the patched model's fault injection, tools/qemu patch 16), one fault at a time: async events and CQ notifications naming no object, an interrupt storm, a command answered with another command's response code, a command answered 20 ms late (patch 25, as an asynchronous device answers: the command waits for the response interrupt and succeeds), a stray kernel CQE of an unknown QP, two kernel CQEs of one queue in reverse order (as QEMU's backend reports a work request that fails at once while earlier ones are in flight), a kernel receive completion counting 64 KiB, far more than its MAD buffer holds (patch 26: the Rust driver fails it with a length error and rdma_cm sends the MAD again; the C driver passes it on, and the MAD layer reads an IB MAD's fixed size whatever the count), a kernel CQE with bits set above the low 16 of its 64-bit QP field (patch 26: the completion is the QP's that the low 16 bits name, as the C driver and rdma-core's provider read the field), a notification of a kernel CQ at its arm inside ib_alloc_cq(), capabilities out of range at probe, each survived with a clean error (the Rust driver counting the stale events and the wrong response in its hardware counters) and the device carrying ibv_rc_pingpong or rping after it; then a fault that leaves the device untrustworthy (by default a kernel CQE with a wr_id never posted): the device is declared dead, IBV_EVENT_DEVICE_FATAL reaches user space, rping and ibv_rc_pingpong fail cleanly within their limits, and removal completes; dmesg free of oops/WARN/KASAN
+# lab-about: the driver against a device that lies (the patched model's fault injection, tools/qemu patch 16), one fault at a time: async events and CQ notifications naming no object, an interrupt storm, a command answered with another command's response code, a command answered 20 ms late (patch 25, as an asynchronous device answers: the command waits for the response interrupt and succeeds), a stray kernel CQE of an unknown QP, two kernel CQEs of one queue in reverse order (as QEMU's backend reports a work request that fails at once while earlier ones are in flight), a kernel receive completion counting 64 KiB, far more than its MAD buffer holds (patch 26: the Rust driver fails it with a length error and rdma_cm sends the MAD again; the C driver passes it on, and the MAD layer reads an IB MAD's fixed size whatever the count), a kernel CQE with bits set above the low 16 of its 64-bit QP field (patch 26: the completion is the QP's that the low 16 bits name, as the C driver and rdma-core's provider read the field), a notification of a kernel CQ at its arm inside ib_alloc_cq(), a port down with MTUs of 0 at probe (patch 28: the device registers), capabilities out of range at probe, each survived with a clean error (the Rust driver counting the stale events and the wrong response in its hardware counters) and the device carrying ibv_rc_pingpong or rping after it; then a fault that leaves the device untrustworthy (by default a kernel CQE with a wr_id never posted): the device is declared dead, IBV_EVENT_DEVICE_FATAL reaches user space, rping and ibv_rc_pingpong fail cleanly within their limits, and removal completes; dmesg free of oops/WARN/KASAN
 # lab-timeout: 600
 # lab-own-guest: the device model is left faulted (its fault injection, a device declared dead), which the next test must not inherit
 . "$LAB_DIR/lib.sh"
@@ -23,12 +23,12 @@
 
 name=hostile_device
 if [ "$LAB_DRIVER" = c ]; then
-	survivable_default="stale-events irq-storm cmd-wrong-response cmd-late-response cmd-no-response cqe-reorder cqe-byte-len cqe-qp-high-bits caps"
+	survivable_default="stale-events irq-storm cmd-wrong-response cmd-late-response cmd-no-response cqe-reorder cqe-byte-len cqe-qp-high-bits port-attrs caps"
 	fatal_default=none
 else
 	# cqe-qp-high-bits before cqe-unknown-qp: the warning about a dropped
 	# completion, which the first must not cause, is printed once per boot.
-	survivable_default="stale-events irq-storm cmd-wrong-response cmd-late-response cqe-qp-high-bits cqe-unknown-qp cqe-reorder cqe-byte-len cq-arm-notify caps"
+	survivable_default="stale-events irq-storm cmd-wrong-response cmd-late-response cqe-qp-high-bits cqe-unknown-qp cqe-reorder cqe-byte-len cq-arm-notify port-attrs caps"
 	fatal_default=cqe-bad-wr-id
 fi
 faults=${LAB_HOSTILE_FAULTS:-$survivable_default}
@@ -242,6 +242,17 @@ for kind in $faults; do
 		probe_with "$kind"
 		lab_wait_device 60 || lab_fail "$name: $kind: $LAB_WAIT_FAILURE"
 		rping_ok "$kind"
+		;;
+	port-attrs)
+		# The probe's port query (the RDMA core's, registering the device)
+		# answers as a device whose link is down may: the port down, MTUs of
+		# 0 (outside enum ib_mtu). The C driver passes them on; the Rust driver
+		# takes them, its MTUs clamped into the enum's range, rather than
+		# failing the probe. The device registers, and the next queries find
+		# the port as it is.
+		probe_with "$kind"
+		lab_wait_device 60 || lab_fail "$name: $kind: no device after a probe whose port query reported no MTU: $LAB_WAIT_FAILURE"
+		works "$kind"
 		;;
 	caps)
 		# Probe against capabilities out of range: refused; then a clean probe.

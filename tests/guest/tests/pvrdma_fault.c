@@ -45,6 +45,7 @@ static const char *const kinds[] = {
 	[13] = "cmd-late-response",
 	[14] = "cqe-byte-len",
 	[15] = "cqe-qp-high-bits",
+	[16] = "port-attrs",
 };
 #define NKINDS (sizeof(kinds) / sizeof(kinds[0]))
 

@@ -76,15 +76,26 @@ impl IbDev {
         // at registration: they cannot exceed what the device said it has (checked then).
         attrs.gid_tbl_len = attrs.gid_tbl_len.min(self.caps.gid_tbl_len);
         attrs.pkey_tbl_len = attrs.pkey_tbl_len.min(self.caps.max_pkeys);
-        if attrs.state > 5
-            || !(1..=5).contains(&attrs.max_mtu)
-            || !(1..=5).contains(&attrs.active_mtu)
+        // The core and rdma_cm read the state and the MTUs as enum values, and a device may
+        // report none (MTUs of 0 while its link is down, which C passes on): values outside the
+        // enums are clamped into them, an unknown state read as down.
+        let mtus = mtu::MTU_256..=mtu::MTU_4096;
+        if attrs.state > port_state::ACTIVE_DEFER
+            || !mtus.contains(&attrs.max_mtu)
+            || !mtus.contains(&attrs.active_mtu)
         {
-            dev_warn!(
+            dev_info!(
                 self.hw.dev(),
-                "implausible port attributes from the device\n"
+                "port attributes outside their enums (state {}, MTUs {} and {}): clamped\n",
+                attrs.state,
+                attrs.max_mtu,
+                attrs.active_mtu
             );
-            return Err(EIO);
+            if attrs.state > port_state::ACTIVE_DEFER {
+                attrs.state = port_state::DOWN;
+            }
+            attrs.max_mtu = attrs.max_mtu.clamp(mtu::MTU_256, mtu::MTU_4096);
+            attrs.active_mtu = attrs.active_mtu.clamp(mtu::MTU_256, attrs.max_mtu);
         }
         Ok(attrs)
     }

@@ -19,6 +19,13 @@ pub(crate) mod qp_type {
     /// Unreliable datagram.
     pub(crate) const UD: u8 = 4;
 }
+/// Port states (`PortAttrs::state`; 1:1 with `ib_port_state`).
+pub(crate) mod port_state {
+    /// Down.
+    pub(crate) const DOWN: u32 = 1;
+    /// Active, deferred (the last state).
+    pub(crate) const ACTIVE_DEFER: u32 = 5;
+}
 /// MTUs (`QpAttr::path_mtu`, `PortAttrs::max_mtu`/`active_mtu`; 1:1 with `ib_mtu`).
 pub(crate) mod mtu {
     /// 256 bytes.
