@@ -346,11 +346,19 @@ mod tests {
     static COMPLETIONS: AtomicUsize = AtomicUsize::new(0);
 
     /// A consumer's completion handler that counts its calls.
+    ///
+    /// # Safety
+    ///
+    /// None beyond the C signature: it reads neither argument.
     unsafe extern "C" fn count_completion(_cq: *mut bindings::ib_cq, _ctx: *mut c_void) {
         COMPLETIONS.fetch_add(1, Ordering::Relaxed);
     }
 
     /// A polling context's function, which the test never runs.
+    ///
+    /// # Safety
+    ///
+    /// None beyond the C signature: it reads neither argument.
     unsafe extern "C" fn never_polled(_iop: *mut bindings::irq_poll, _budget: i32) -> i32 {
         0
     }

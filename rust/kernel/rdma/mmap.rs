@@ -300,7 +300,10 @@ mod tests {
         assert!(!own_memory_bar(u32::MAX, mem));
         assert!(!own_memory_bar(0, flag(bindings::IORESOURCE_IO)));
         assert!(!own_memory_bar(0, mem | flag(bindings::IORESOURCE_UNSET)));
-        assert!(!own_memory_bar(0, mem | flag(bindings::IORESOURCE_DISABLED)));
+        assert!(!own_memory_bar(
+            0,
+            mem | flag(bindings::IORESOURCE_DISABLED)
+        ));
     }
 
     /// Pages inside a page-aligned BAR are accepted, whatever else is refused.

@@ -128,11 +128,11 @@ impl<'a, T: Operations> NewUserContext<'a, T> {
     ///
     /// Only device memory can be mapped this way: the range must lie inside the BAR, which must
     /// be one of the parent's standard memory BARs, assigned, enabled and starting on a page
-    /// boundary, of a parent that is a PCI device (`EINVAL` otherwise, and for no page). `ENOMEM` if a page of the offsets is taken already. The core
-    /// zaps the mapping when the RDMA device is unregistered (or the context otherwise
-    /// disassociated), which happens before the parent is unbound: the BAR is the parent's own
-    /// for that reason, never that of another device, whose unbinding (and the release of its
-    /// BAR) the core would not see.
+    /// boundary, of a parent that is a PCI device (`EINVAL` otherwise, and for no page).
+    /// `ENOMEM` if a page of the offsets is taken already. The core zaps the mapping when the RDMA
+    /// device is unregistered (or the context otherwise disassociated), which happens before the
+    /// parent is unbound: the BAR is the parent's own for that reason, never that of another
+    /// device, whose unbinding (and the release of its BAR) the core would not see.
     pub fn map_bar_uncached(
         &mut self,
         pgoff: u32,
@@ -166,7 +166,9 @@ impl<'a, T: Operations> NewUserContext<'a, T> {
         let entry = unsafe { MmapEntry::insert_exact(self.ptr, pgoff, pages, mapping) }?;
         // Cannot fail: room was reserved above. (Were it to, the entry would be dropped, which
         // removes it.)
-        self.entries.push_within_capacity(entry).map_err(|_| ENOMEM)?;
+        self.entries
+            .push_within_capacity(entry)
+            .map_err(|_| ENOMEM)?;
         Ok(())
     }
 }
