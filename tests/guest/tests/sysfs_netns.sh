@@ -1,5 +1,5 @@
 #!/bin/sh
-# lab-about: the device's sysfs attributes (hw_rev, hca_type, board_id, node_guid, fw_ver, ...) read in the initial network namespace and in a second one (RDMA netns mode shared: the core's compat device) give the same values; dmesg free of oops/WARN (a driver that reaches its device from a compat device's struct device by container_of reads another object: KASAN reports it on a kernel that has KASAN)
+# lab-about: the device's sysfs attributes (hw_rev, hca_type, board_id, node_guid, fw_ver, ...), hw_rev, hca_type and board_id as the C driver gives them, read in the initial network namespace and in a second one (RDMA netns mode shared: the core's compat device) give the same values; dmesg free of oops/WARN (a driver that reaches its device from a compat device's struct device by container_of reads another object: KASAN reports it on a kernel that has KASAN)
 # lab-timeout: 120
 . "$LAB_DIR/lib.sh"
 
@@ -40,6 +40,13 @@ done
 [ "$count" -ge 3 ] || lab_fail "only $count attributes found in $class"
 for name in hw_rev hca_type board_id; do
 	[ -r "$class/$name" ] || lab_fail "$class has no $name (the driver's attributes)"
+done
+# The values the C driver gives, which inventory scripts key on (ibstat's
+# "CA type" is hca_type): both drivers speak the same device interface.
+for expected in "hw_rev 1" "hca_type VMW_PVRDMA-1.0.1.0-k" "board_id 1"; do
+	name=${expected%% *}
+	value=$(cat "$class/$name")
+	[ "$value" = "${expected#* }" ] || lab_fail "$name is '$value', not '${expected#* }' (the C driver's)"
 done
 
 lab_summary "$count sysfs attributes of $LAB_DEV read in the initial namespace and in $ns (compat device): identical"

@@ -34,11 +34,15 @@ use kernel::{
 const REV_ID: u32 = 1;
 /// The board ID (C's `PVRDMA_BOARD_ID`).
 const BOARD_ID: u32 = 1;
+/// The HCA type: C's, which names the device family and the version of the driver interface
+/// (`DRV_VERSION`) this driver also speaks; inventory scripts (and `ibstat`'s "CA type") key on
+/// it.
+const HCA_TYPE: &str = "VMW_PVRDMA-1.0.1.0-k";
 
 kernel::rdma_device_attributes! {
     static SYSFS_ATTRS: IbDev = {
         "hw_rev" => |_dev, out| writeln!(out, "{}", REV_ID),
-        "hca_type" => |_dev, out| writeln!(out, "VMW_PVRDMA-rs"),
+        "hca_type" => |_dev, out| writeln!(out, "{}", HCA_TYPE),
         "board_id" => |_dev, out| writeln!(out, "{}", BOARD_ID),
     };
 }
