@@ -7,7 +7,11 @@
 //! the response slot. Every request carries a sequence number in `hdr.response`, which the
 //! device echoes, so a late or stray response is recognised instead of being taken for the
 //! current one; for the same reason the response slot is not cleared before a command (what it
-//! holds answers an earlier sequence number).
+//! holds answers an earlier sequence number). The echo is the device's ABI, not a habit of
+//! QEMU's: the request header's `response` is the "key for response lookup" and the response
+//! header's is "from cmd hdr" (`struct pvrdma_cmd_hdr` and `struct pvrdma_cmd_resp_hdr` of the
+//! C driver's `pvrdma_dev_api.h`, VMware's ABI), though the C driver, which waits for the
+//! interrupt and has one command in flight, never needs to read it.
 //!
 //! The response interrupt signals a counting completion, which is never re-initialised (C's
 //! `reinit_completion()` races with an interrupt still completing the previous command): the
