@@ -264,11 +264,13 @@ for arg in $lab_cmdline; do
 	lab.incarnation=*) LAB_INCARNATION=${arg#lab.incarnation=} ;;
 	lab.env.*)
 		# The run's settings for its tests (pvrdma-lab run --guest-env): LAB_ variables only,
-		# as the runner checked them.
+		# never the run's own (which driver, model, module, device, address), as the runner
+		# checked them (cli.rs RUN_IDENTITY).
 		lab_assignment=${arg#lab.env.}
 		lab_name=${lab_assignment%%=*}
 		case "$lab_name" in
 		LAB_*[!A-Z0-9_]* | LAB_) setup_failed "bad variable '$lab_name' on the kernel command line" ;;
+		LAB_DRIVER | LAB_MODEL | LAB_MODULE* | LAB_DEV | LAB_IP) setup_failed "lab.env.$lab_name on the kernel command line: $lab_name is the run's own, not a setting" ;;
 		LAB_*) export "$lab_name=${lab_assignment#*=}" && log "guest environment: $lab_assignment" ;;
 		*) setup_failed "bad variable '$lab_name' on the kernel command line" ;;
 		esac
@@ -363,6 +365,9 @@ run_test() {
 
 	stage wait-device
 	lab_wait_device 60 || setup_failed "$LAB_WAIT_FAILURE"
+	# The tests must run on the driver under test: one bound before it (built in, or
+	# left loaded) would have them run on another driver under this one's name.
+	lab_check_bound_driver "$LAB_MODULE_NAME" || setup_failed "$LAB_BIND_FAILURE"
 	export LAB_DEV LAB_GID_INDEX
 	log "device $LAB_DEV port 1 ACTIVE, GID of $LAB_IP at index $LAB_GID_INDEX (ready at uptime $(uptime_now) s)"
 	ibv_devinfo -v >"$R/ibv_devinfo.txt" 2>&1

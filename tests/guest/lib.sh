@@ -9,7 +9,8 @@
 # of the GID of LAB_IP), LAB_IP, LAB_NETDEV (the vmxnet3 interface), LAB_RESULTS
 # (a writable directory copied back to the host), LAB_DRIVER (c or rust),
 # LAB_MODEL (the device model: patched or stock), LAB_MODULE and
-# LAB_MODULE_NAME (the driver's .ko and its module name).
+# LAB_MODULE_NAME (the driver's .ko and its module name, whose driver init.sh
+# has checked is the one bound to LAB_DEV's PCI function).
 
 # lab_fail MESSAGE...: reports a failed assertion and ends the test.
 lab_fail() {
@@ -93,6 +94,28 @@ lab_wait_device() {
 		[ "$(cut -d. -f1 /proc/uptime)" -lt "$deadline" ] || return 1
 		sleep 0.2
 	done
+}
+
+# lab_check_bound_driver MODULE: whether LAB_DEV is the pvrdma PCI function
+# (15ad:0820) and the driver bound to it is MODULE's (LAB_MODULE_NAME: the
+# module under test). Sets LAB_BIND_FAILURE (what is bound instead) and returns
+# 1 if not.
+# shellcheck disable=SC2034 # LAB_BIND_FAILURE is read by init.sh
+lab_check_bound_driver() {
+	lab_pci=/sys/class/infiniband/$LAB_DEV/device
+	lab_pci_id="$(cat "$lab_pci/vendor" 2>/dev/null):$(cat "$lab_pci/device" 2>/dev/null)"
+	lab_pci_name=$(readlink "$lab_pci" 2>/dev/null)
+	# The bound driver's module (the driver's name when it has no module link).
+	lab_bound=$(readlink "$lab_pci/driver/module" 2>/dev/null || readlink "$lab_pci/driver" 2>/dev/null)
+	lab_bound=${lab_bound##*/}
+	if [ "$lab_pci_id" != 0x15ad:0x0820 ]; then
+		LAB_BIND_FAILURE="$LAB_DEV is not the pvrdma PCI function 15ad:0820 (PCI ${lab_pci_name##*/} is '$lab_pci_id', bound to '${lab_bound:-no driver}')"
+	elif [ "$lab_bound" != "$1" ]; then
+		LAB_BIND_FAILURE="the pvrdma device ${lab_pci_name##*/} ($LAB_DEV) is bound to '${lab_bound:-no driver}', not to $1, the module under test (driver $LAB_DRIVER)"
+	else
+		return 0
+	fi
+	return 1
 }
 
 # lab_wait_tcp_listen PORT SECONDS: waits until a TCP socket listens on PORT;

@@ -50,8 +50,8 @@ run   boots fresh QEMUs (each with a fresh pvrdma-mux) for each device model
       --run-not-applicable
                      also run the tests a device model cannot pass (listed
                      with their reason in the runner's known.rs; skipped by
-                     default): their failure is reported as TODO, a pass as
-                     an unexpected pass
+                     default): their failure is reported as TODO, a pass
+                     fails as an unexpected pass (the entry is stale)
       --qemu-stock   the stock model's QEMU (default: qemu-system-x86_64 on PATH)
       --qemu-patched the patched model's QEMU (default:
                      $PVRDMA_CACHE/qemu/current/bin/qemu-system-x86_64, which
@@ -130,7 +130,8 @@ pub struct RunOptions {
     /// `--rust-module`.
     pub rust_module: Option<PathBuf>,
     /// `--guest-env NAME=VALUE,...`: variables the guest's init exports to every test (a
-    /// test's budget for an on-demand run, such as `LAB_FUZZ_ROUNDS=200`).
+    /// test's budget for an on-demand run, such as `LAB_FUZZ_ROUNDS=200`); never one of the
+    /// run's own ([`RUN_IDENTITY`]).
     pub guest_env: Vec<String>,
     /// `--time-factor N`: every test's time limit multiplied by N (a slower kernel).
     pub time_factor: Option<u64>,
@@ -237,12 +238,7 @@ fn parse_run(args: &[String]) -> Result<RunOptions, String> {
             "--verbs-lib" => options.verbs_lib = path()?,
             "--guest-env" => {
                 for assignment in list(&value) {
-                    if !valid_guest_env(&assignment) {
-                        return Err(format!(
-                            "--guest-env: '{assignment}' is not NAME=VALUE with NAME LAB_[A-Z0-9_]+ \
-                             and VALUE of letters, digits and ._:/-"
-                        ));
-                    }
+                    check_guest_env(&assignment)?;
                     options.guest_env.push(assignment);
                 }
             }
@@ -322,14 +318,62 @@ const KNOWN_VALUE_OPTIONS: &[&str] = &[
     "--tests-per-guest",
 ];
 
+/// The variables that say which run this is, set by the runner (on the guest's kernel
+/// command line) and by the guest's init, never by `--guest-env`: the driver under test
+/// (`LAB_DRIVER`), the device model (`LAB_MODEL`), the driver's module (`LAB_MODULE`,
+/// `LAB_MODULE_NAME`: `*` stands for any end of the name), the RDMA device the tests use
+/// (`LAB_DEV`) and the guest's address (`LAB_IP`). A run told otherwise would test one
+/// driver and report its results as another's, or check a device other than the one under
+/// test.
+pub const RUN_IDENTITY: &[&str] = &[
+    "LAB_DRIVER",
+    "LAB_MODEL",
+    "LAB_MODULE*",
+    "LAB_DEV",
+    "LAB_IP",
+];
+
+/// Whether `name` is one of the run's own variables ([`RUN_IDENTITY`]).
+fn is_run_identity(name: &str) -> bool {
+    RUN_IDENTITY
+        .iter()
+        .any(|reserved| match reserved.strip_suffix('*') {
+            Some(prefix) => name.starts_with(prefix),
+            None => name == *reserved,
+        })
+}
+
+/// Whether `assignment` may go to the guest (see [`valid_guest_env`]), or why not, naming
+/// the variable.
+fn check_guest_env(assignment: &str) -> Result<(), String> {
+    let name = assignment
+        .split_once('=')
+        .map_or(assignment, |(name, _)| name);
+    if is_run_identity(name) {
+        return Err(format!(
+            "--guest-env: {name} cannot be set: it is one of the run's own variables ({}), \
+             which the runner and the guest's init set from the run itself",
+            RUN_IDENTITY.join(", ")
+        ));
+    }
+    if !valid_guest_env(assignment) {
+        return Err(format!(
+            "--guest-env: '{assignment}' is not NAME=VALUE with NAME LAB_[A-Z0-9_]+ \
+             and VALUE of letters, digits and ._:/-"
+        ));
+    }
+    Ok(())
+}
+
 /// Whether `assignment` can go to the guest as `lab.env.NAME=VALUE` on its kernel command
-/// line: NAME a lab variable (`LAB_...`), VALUE without spaces, quotes or anything a shell or
-/// the command line would read.
+/// line: NAME a lab variable (`LAB_...`) but not one of the run's own ([`RUN_IDENTITY`]),
+/// VALUE without spaces, quotes or anything a shell or the command line would read.
 pub fn valid_guest_env(assignment: &str) -> bool {
     let Some((name, value)) = assignment.split_once('=') else {
         return false;
     };
-    name.len() > 4
+    !is_run_identity(name)
+        && name.len() > 4
         && name.len() <= 40
         && name.starts_with("LAB_")
         && name
@@ -447,6 +491,47 @@ mod tests {
         assert!(parse(&args("run --guest-env init=/bin/sh")).is_err());
         assert!(parse(&args("run --time-factor 0")).is_err());
         assert!(parse(&args("run --time-factor many")).is_err());
+    }
+
+    /// The run's own variables (which driver, model, module, device and address) cannot be
+    /// set from the command line (`make lab LAB_ENV=...`): the refusal names the variable.
+    #[test]
+    fn guest_env_cannot_rename_the_run() {
+        for assignment in [
+            "LAB_DRIVER=rust",
+            "LAB_DRIVER=c",
+            "LAB_MODEL=patched",
+            "LAB_MODULE=/tmp/vmw_pvrdma.ko",
+            "LAB_MODULE_NAME=pvrdma",
+            "LAB_MODULE_PATH=/x",
+            "LAB_DEV=rxe0",
+            "LAB_IP=192.0.2.9",
+        ] {
+            assert!(!valid_guest_env(assignment), "{assignment}");
+            let name = assignment.split_once('=').unwrap().0;
+            let why = parse(&args(&format!(
+                "run --guest-env LAB_FUZZ_ROUNDS=200,{assignment}"
+            )))
+            .map(|_| ())
+            .expect_err(assignment);
+            assert!(
+                why.starts_with(&format!("--guest-env: {name} cannot be set: ")),
+                "{why}"
+            );
+            // Also when the name is all there is.
+            assert!(!valid_guest_env(&format!("{name}=")), "{name}");
+        }
+        // Names that only share a beginning with LAB_DRIVER, LAB_MODEL, LAB_DEV or LAB_IP
+        // are a test's own.
+        for assignment in [
+            "LAB_DRIVERS=1",
+            "LAB_MODELS=1",
+            "LAB_DEVICES=2",
+            "LAB_IPS=1",
+            "LAB_FUZZ_SEED=7",
+        ] {
+            assert!(valid_guest_env(assignment), "{assignment}");
+        }
     }
 
     #[test]

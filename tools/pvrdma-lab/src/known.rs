@@ -4,20 +4,26 @@
 //! - [`KNOWN_FAILURES`]: a test that cannot pass on a device model whatever
 //!   the driver does, and fails fast enough to keep running. It is run; its
 //!   failure is reported as TAP `# TODO <cause>` (not counted as a failure)
-//!   only if the failure message has the entry's signature, and a pass is
-//!   reported as an unexpected pass so that the entry gets removed.
+//!   only if the failure message has the entry's signature. A pass fails the
+//!   run as an unexpected pass naming the entry to delete, unless the entry
+//!   is marked [`intermittent`](KnownFailure::intermittent).
 //! - [`NOT_APPLICABLE`]: a test that needs what a device model does not do
 //!   (one-sided RDMA, CQ events) and would only hang there until its time
 //!   limit. It is not run on that model: TAP `# SKIP <reason>`.
 //!   `--run-not-applicable` runs it anyway, with the excuse of a known
-//!   failure (any failure of the test script itself).
+//!   failure (any failure of the test script itself); a pass then fails the
+//!   run as an unexpected pass naming the entry to delete.
 //! - [`RUST_DRIVER_UNIMPLEMENTED`]: tests that need verbs the Rust driver does
-//!   not implement yet (issue 4), on every device model.
+//!   not implement yet (issue 4), on every device model; a pass fails the run
+//!   likewise.
 //!
-//! A kernel problem (oops, WARN, lockdep, kmemleak, ...) is never excused, nor
-//! is a failure of the driver's setup or teardown. Each entry names its cause
-//! and the issue that tracks it. Every test not listed for a model must pass
-//! on it: the patched model has no entries, the stock model only these.
+//! An excuse that no longer excuses anything is a failure rather than a note,
+//! because a stale entry left in place would excuse the next real failure of
+//! its test. A kernel problem (oops, WARN, lockdep, kmemleak, ...) is never
+//! excused, nor is a failure of the driver's setup or teardown. Each entry
+//! names its cause and the issue that tracks it. Every test not listed for a
+//! model must pass on it: the patched model has no entries, the stock model
+//! only these.
 
 use crate::cli::Driver;
 use crate::model::DeviceModel;
@@ -41,7 +47,7 @@ pub struct KnownFailure {
     /// The issue tracking it.
     pub issue: &'static str,
     /// Whether it happens only sometimes (a race of the device model): a pass is then a plain
-    /// pass, not an unexpected one.
+    /// pass. Otherwise a pass is an unexpected pass, which fails the run: the entry is stale.
     pub intermittent: bool,
 }
 
@@ -237,8 +243,8 @@ pub const NOT_APPLICABLE: &[NotApplicable] = &[
 /// Tests that need verbs the Rust driver does not implement yet, with what
 /// they need. Such a test still runs on the Rust driver (on every device
 /// model); a failure that is not a kernel problem is reported as TAP `# TODO`
-/// naming what is missing, and a pass shows up as an unexpected pass so that
-/// the entry gets removed. Empty since issue 4: the Rust driver implements
+/// naming what is missing, and a pass fails the run as an unexpected pass
+/// naming the entry to delete. Empty since issue 4: the Rust driver implements
 /// every verb the lab's tests use, and passes each test the C driver passes.
 pub const RUST_DRIVER_UNIMPLEMENTED: &[(&str, &str)] = &[];
 
@@ -296,24 +302,36 @@ pub fn skip_result(entry: &NotApplicable) -> TapResult {
     ))
 }
 
-/// An excuse for the failure of a test script: a pass is flagged as
-/// unexpected (`stale`: what to remove), a failure of the script itself is
-/// `todo`, anything else (setup, teardown, kernel, lab) a real failure.
+/// An excuse for the failure of a test script: a pass is an unexpected pass
+/// (`stale`: the excuse to delete), a failure of the script itself is `todo`,
+/// anything else (setup, teardown, kernel, lab) a real failure.
 fn excuse(verdict: Verdict, todo: String, stale: String) -> TapResult {
     match verdict {
-        Verdict::Pass => TapResult::Todo {
-            cause: stale,
-            passed: true,
-        },
+        Verdict::Pass => TapResult::UnexpectedPass(stale),
         Verdict::Fail {
             cause,
             kernel_problem: false,
-        } if failed_in_test_script(&cause) => TapResult::Todo {
-            cause: format!("{todo}; this run: {cause}"),
-            passed: false,
-        },
+        } if failed_in_test_script(&cause) => TapResult::Todo(format!("{todo}; this run: {cause}")),
         Verdict::Fail { cause, .. } => TapResult::Fail(cause),
     }
+}
+
+/// What an unexpected pass of `test` says of its known failure `k`: the
+/// entry to delete, found by its model, driver and test, and its cause.
+fn stale_known_failure(k: &KnownFailure, driver: Driver, test: &str) -> String {
+    let drivers = match k.driver {
+        Some(d) => format!("the {} driver", d.name()),
+        None => "either driver".to_string(),
+    };
+    format!(
+        "the known failure of {test} on the {} model ({drivers}, {}) did not occur with the {} \
+         driver: delete its entry from KNOWN_FAILURES (tools/pvrdma-lab/src/known.rs), whose \
+         cause says: {}",
+        k.model.name(),
+        k.issue,
+        driver.name(),
+        k.cause
+    )
 }
 
 /// The TAP result of a finished test, its excuses applied.
@@ -324,7 +342,7 @@ pub fn tap_result(model: DeviceModel, driver: Driver, test: &str, verdict: Verdi
             format!("the Rust driver does not implement {missing} yet ({RUST_DRIVER_VERBS_ISSUE})"),
             format!(
                 "passed although the Rust driver lacks {missing} ({RUST_DRIVER_VERBS_ISSUE}): \
-                 remove it from RUST_DRIVER_UNIMPLEMENTED"
+                 delete its entry from RUST_DRIVER_UNIMPLEMENTED (tools/pvrdma-lab/src/known.rs)"
             ),
         );
     }
@@ -340,7 +358,7 @@ pub fn tap_result(model: DeviceModel, driver: Driver, test: &str, verdict: Verdi
             ),
             format!(
                 "passed on the {} model although listed as not applicable to it ({}): \
-                 remove it from NOT_APPLICABLE",
+                 delete its entry from NOT_APPLICABLE (tools/pvrdma-lab/src/known.rs)",
                 model.name(),
                 n.issue
             ),
@@ -350,16 +368,7 @@ pub fn tap_result(model: DeviceModel, driver: Driver, test: &str, verdict: Verdi
     match (verdict, known) {
         (Verdict::Pass, None) => TapResult::Pass,
         (Verdict::Pass, Some(k)) if k.intermittent => TapResult::Pass,
-        (Verdict::Pass, Some(k)) => TapResult::Todo {
-            cause: format!(
-                "known failure of the {} model did not occur: {} ({}): remove it from \
-                 KNOWN_FAILURES",
-                model.name(),
-                k.cause,
-                k.issue
-            ),
-            passed: true,
-        },
+        (Verdict::Pass, Some(k)) => TapResult::UnexpectedPass(stale_known_failure(k, driver, test)),
         (Verdict::Fail { cause, .. }, None) => TapResult::Fail(cause),
         (
             Verdict::Fail {
@@ -376,10 +385,7 @@ pub fn tap_result(model: DeviceModel, driver: Driver, test: &str, verdict: Verdi
                     k.signature
                 ))
             } else {
-                TapResult::Todo {
-                    cause: format!("{} ({}); this run: {cause}", k.cause, k.issue),
-                    passed: false,
-                }
+                TapResult::Todo(format!("{} ({}); this run: {cause}", k.cause, k.issue))
             }
         }
     }
@@ -446,7 +452,7 @@ mod tests {
             "ucmatose client exited with status 255: cmatose: failure connecting: Invalid argument";
         assert!(matches!(
             tap_result(Stock, Driver::C, "ucmatose", fail(known, false)),
-            TapResult::Todo { passed: false, .. }
+            TapResult::Todo(_)
         ));
         assert!(matches!(
             tap_result(Patched, Driver::C, "ucmatose", fail(known, false)),
@@ -471,12 +477,41 @@ mod tests {
         ));
         assert!(matches!(
             tap_result(Stock, Driver::C, "ucmatose", Verdict::Pass),
-            TapResult::Todo { passed: true, .. }
+            TapResult::UnexpectedPass(_)
         ));
         assert_eq!(
             tap_result(Stock, Driver::C, "ibv_devinfo", Verdict::Pass),
             TapResult::Pass
         );
+    }
+
+    /// A known failure not marked intermittent that did not occur is stale: the pass fails the
+    /// run and names the entry to delete (its model, test and issue), with either driver.
+    #[test]
+    fn a_known_failure_that_does_not_occur_fails_the_run() {
+        for driver in [Driver::C, Driver::Rust] {
+            for test in ["ucmatose", "verbs_limits"] {
+                let k = lookup(Stock, driver, test).unwrap();
+                assert!(!k.intermittent, "{k:?}");
+                let result = tap_result(Stock, driver, test, Verdict::Pass);
+                assert!(result.fails(), "{test}: {result:?}");
+                let TapResult::UnexpectedPass(why) = result else {
+                    panic!("{test}: not an unexpected pass");
+                };
+                assert!(
+                    why.starts_with(&format!(
+                        "the known failure of {test} on the stock model (either driver, {}) did \
+                         not occur with the {} driver: delete its entry from KNOWN_FAILURES",
+                        k.issue,
+                        driver.name()
+                    )),
+                    "{why}"
+                );
+                assert!(why.ends_with(k.cause), "{why}");
+            }
+        }
+        // Not excused on the patched model: a plain pass there.
+        assert!(!tap_result(Patched, Driver::C, "ucmatose", Verdict::Pass).fails());
     }
 
     /// An intermittent known failure (a race of the device model): excused only with its
@@ -489,7 +524,7 @@ mod tests {
                      `mutex->initialized' failed.";
         assert!(matches!(
             tap_result(Stock, Driver::Rust, "unbind_in_use", fail(abort, false)),
-            TapResult::Todo { passed: false, .. }
+            TapResult::Todo(_)
         ));
         assert_eq!(
             tap_result(Stock, Driver::Rust, "unbind_in_use", Verdict::Pass),
@@ -530,12 +565,17 @@ mod tests {
                 "verbs_ops",
                 fail("ibv_reg_mr: Bad address", false)
             ),
-            TapResult::Todo { passed: false, .. }
+            TapResult::Todo(_)
         ));
-        assert!(matches!(
-            tap_result(Stock, Driver::C, "verbs_ops", Verdict::Pass),
-            TapResult::Todo { passed: true, .. }
-        ));
+        let stale = tap_result(Stock, Driver::C, "verbs_ops", Verdict::Pass);
+        assert!(stale.fails(), "{stale:?}");
+        let TapResult::UnexpectedPass(why) = stale else {
+            panic!("not an unexpected pass");
+        };
+        assert!(
+            why.contains("delete its entry from NOT_APPLICABLE"),
+            "{why}"
+        );
         assert!(matches!(
             tap_result(Stock, Driver::C, "verbs_ops", fail("Oops", true)),
             TapResult::Fail(_)

@@ -329,10 +329,7 @@ impl Run<'_> {
                     )
                 })
                 .collect();
-            result = TapResult::Todo {
-                cause: causes.join("; "),
-                passed: false,
-            };
+            result = TapResult::Todo(causes.join("; "));
         }
         let mut comments = vec![format!(
             "  boot {} (guest uptime at init start), test {}, wall {:.1} s; logs: {}",
@@ -570,7 +567,7 @@ fn run(options: &RunOptions) -> ExitCode {
     for entry in &entries {
         if let Err(result) = &entry.work {
             tap.result(&entry.name, result);
-            stopped |= matches!(result, TapResult::Fail(_)) && !options.keep_going;
+            stopped |= result.fails() && !options.keep_going;
         }
     }
     let jobs = plan_jobs(&entries, per_guest);
@@ -613,7 +610,7 @@ fn run(options: &RunOptions) -> ExitCode {
                             for comment in &finished.comments {
                                 tap.comment(comment);
                             }
-                            failed |= matches!(finished.result, TapResult::Fail(_));
+                            failed |= finished.result.fails();
                         }
                         if failed && !options.keep_going {
                             stopped = true;

@@ -1,8 +1,9 @@
 //! The results of a run as a markdown table (`<results>/matrix.md`): one row
 //! per test, one column per device model and driver, and the cause of every
 //! result other than a pass as a numbered note under the table (the same
-//! cause, in several cells, is one note). README's table of tools, drivers
-//! and device models is copied from it.
+//! cause, in several cells, is one note). An unexpected pass is shown as the
+//! failure it is, its note naming the stale excuse to delete. README's table
+//! of tools, drivers and device models is copied from it.
 
 use crate::tap::TapResult;
 
@@ -120,15 +121,9 @@ impl Notes {
             TapResult::Pass => "pass".to_string(),
             TapResult::Fail(cause) => format!("**FAIL** [{}]", self.number(cause)),
             TapResult::Skip(why) => format!("n/a [{}]", self.number(why)),
-            TapResult::Todo {
-                cause,
-                passed: false,
-            } => format!("known failure [{}]", self.number(cause)),
-            TapResult::Todo {
-                cause,
-                passed: true,
-            } => {
-                format!("pass, unexpectedly [{}]", self.number(cause))
+            TapResult::Todo(cause) => format!("known failure [{}]", self.number(cause)),
+            TapResult::UnexpectedPass(stale) => {
+                format!("**FAIL**: unexpected pass [{}]", self.number(stale))
             }
         }
     }
@@ -148,13 +143,7 @@ mod tests {
             "stock/rust/rping",
             &TapResult::Skip("no READ | WRITE".into()),
         );
-        m.record(
-            "stock/c/ucmatose",
-            &TapResult::Todo {
-                cause: "rd_atom 0".into(),
-                passed: false,
-            },
-        );
+        m.record("stock/c/ucmatose", &TapResult::Todo("rd_atom 0".into()));
         m.record("patched/c/ucmatose", &TapResult::Fail("boom".into()));
         m.record("bad-name", &TapResult::Pass);
         assert_eq!(
@@ -168,6 +157,46 @@ mod tests {
              2. boom\n\
              3. rd_atom 0\n"
         );
+    }
+
+    /// A known failure that did not occur is a failure in the table, its note
+    /// naming the entry to delete; an intermittent one that did not occur is a
+    /// pass.
+    #[test]
+    fn an_unexpected_pass_is_a_failure_naming_the_stale_excuse() {
+        use crate::cli::Driver;
+        use crate::known;
+        use crate::model::DeviceModel::Stock;
+        use crate::verdict::Verdict;
+        let mut m = Matrix::default();
+        m.record(
+            "stock/c/ucmatose",
+            &known::tap_result(Stock, Driver::C, "ucmatose", Verdict::Pass),
+        );
+        m.record(
+            "stock/c/unbind_in_use",
+            &known::tap_result(Stock, Driver::C, "unbind_in_use", Verdict::Pass),
+        );
+        let table = m.render();
+        let mut lines = table.lines();
+        assert_eq!(lines.next(), Some("| test | stock · C |"));
+        assert_eq!(lines.next(), Some("|---|---|"));
+        assert_eq!(
+            lines.next(),
+            Some("| `ucmatose` | **FAIL**: unexpected pass [1] |")
+        );
+        assert_eq!(lines.next(), Some("| `unbind_in_use` | pass |"));
+        assert_eq!(lines.next(), Some(""));
+        let note = lines.next().unwrap_or_default();
+        assert!(
+            note.starts_with("1. the known failure of ucmatose"),
+            "{note}"
+        );
+        assert!(
+            note.contains("delete its entry from KNOWN_FAILURES"),
+            "{note}"
+        );
+        assert_eq!(lines.next(), None);
     }
 
     #[test]

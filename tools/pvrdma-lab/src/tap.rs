@@ -1,7 +1,9 @@
 //! TAP output (one line per driver/test, a plan, `# ...` diagnostics) and the
 //! closing `N passed, N failed[, N skipped][, N todo]` line. Everything printed
 //! is also written to `<results>/summary.tap`, and the results as a table to
-//! `<results>/matrix.md` (see [`crate::matrix`]).
+//! `<results>/matrix.md` (see [`crate::matrix`]). An excused test that passes
+//! is a failure (see [`TapResult::UnexpectedPass`]): an excuse is kept only
+//! while what it excuses still happens.
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -18,14 +20,23 @@ pub enum TapResult {
     Fail(String),
     /// `ok N - name # SKIP why`.
     Skip(String),
-    /// A known failure: `not ok N - name # TODO cause` when it failed,
-    /// `ok N - name # TODO cause` when it passed anyway.
-    Todo {
-        /// The known cause and its issue.
-        cause: String,
-        /// Whether the test passed despite the known failure.
-        passed: bool,
-    },
+    /// A known failure that happened: `not ok N - name # TODO cause` (the
+    /// known cause and its issue), not counted as a failure.
+    Todo(String),
+    /// A test excused as failing (a known failure not marked intermittent, a
+    /// test not applicable to its model, a verb the Rust driver lacks) that
+    /// passed: its excuse is stale, and an excuse left in place would excuse
+    /// the next real failure of the test. `not ok N - name # unexpected pass:
+    /// what`, `what` naming the excuse to delete; counted as a failure.
+    UnexpectedPass(String),
+}
+
+impl TapResult {
+    /// Whether it fails the run (counted in `N failed`, stops a run without
+    /// `--keep-going`).
+    pub fn fails(&self) -> bool {
+        matches!(self, TapResult::Fail(_) | TapResult::UnexpectedPass(_))
+    }
 }
 
 /// Prints TAP and counts results.
@@ -118,10 +129,13 @@ impl Reporter {
                 self.skipped += 1;
                 format!("ok {n} - {name} # SKIP {}", clean(why))
             }
-            TapResult::Todo { cause, passed } => {
+            TapResult::Todo(cause) => {
                 self.todo += 1;
-                let status = if *passed { "ok" } else { "not ok" };
-                format!("{status} {n} - {name} # TODO {}", clean(cause))
+                format!("not ok {n} - {name} # TODO {}", clean(cause))
+            }
+            TapResult::UnexpectedPass(stale) => {
+                self.failed += 1;
+                format!("not ok {n} - {name} # unexpected pass: {}", clean(stale))
             }
         };
         self.line(&line);
@@ -175,19 +189,37 @@ mod tests {
             "ok 3 - rust/a # SKIP not built"
         );
         assert_eq!(
-            r.result(
-                "c/d",
-                &TapResult::Todo {
-                    cause: "device".into(),
-                    passed: false
-                }
-            ),
+            r.result("c/d", &TapResult::Todo("device".into())),
             "not ok 4 - c/d # TODO device"
         );
         assert_eq!(
             r.summary_line(),
             "1 passed, 1 failed, 1 skipped, 1 todo (known failures)"
         );
+        assert_eq!(r.failed(), 1);
+    }
+
+    /// A known failure of the stock model that did not occur fails the run, and
+    /// its line says which excuse to delete; an intermittent one that did not
+    /// occur is a plain pass.
+    #[test]
+    fn an_unexpected_pass_fails_the_run() {
+        use crate::cli::Driver;
+        use crate::known;
+        use crate::model::DeviceModel::Stock;
+        use crate::verdict::Verdict;
+        let mut r = Reporter::new(None);
+        let stale = known::tap_result(Stock, Driver::C, "ucmatose", Verdict::Pass);
+        let line = r.result("stock/c/ucmatose", &stale);
+        assert!(line.starts_with("not ok 1 - stock/c/ucmatose # "), "{line}");
+        assert!(!line.contains("# TODO"), "{line}");
+        assert!(line.contains("KNOWN_FAILURES"), "{line}");
+        let intermittent = known::tap_result(Stock, Driver::Rust, "unbind_in_use", Verdict::Pass);
+        assert_eq!(
+            r.result("stock/rust/unbind_in_use", &intermittent),
+            "ok 2 - stock/rust/unbind_in_use"
+        );
+        assert_eq!(r.summary_line(), "1 passed, 1 failed");
         assert_eq!(r.failed(), 1);
     }
 
