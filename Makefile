@@ -88,7 +88,8 @@ endif
 TIME_FACTOR ?= $(if $(filter 1,$(KERNEL_DEBUG)),3,1)
 # LAB_ENV="LAB_FUZZ_ROUNDS=200 LAB_FUZZ_SEED=7": variables the guest's tests read, for an
 # on-demand run with a larger budget (each test's header says which it reads); the run's own
-# (LAB_DRIVER, LAB_MODEL, LAB_MODULE*, LAB_DEV, LAB_IP) are refused.
+# (LAB_DRIVER, LAB_MODEL, LAB_MODULE*, LAB_DEV, LAB_IP, LAB_DIR, LAB_RESULTS, LAB_KDIR,
+# LAB_TESTS) are refused.
 LAB_ENV ?=
 # JOBS=N: guests run at once (default: the runner's, one per CPU as memory allows).
 JOBS ?=

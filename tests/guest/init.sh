@@ -264,13 +264,14 @@ for arg in $lab_cmdline; do
 	lab.incarnation=*) LAB_INCARNATION=${arg#lab.incarnation=} ;;
 	lab.env.*)
 		# The run's settings for its tests (pvrdma-lab run --guest-env): LAB_ variables only,
-		# never the run's own (which driver, model, module, device, address), as the runner
+		# never the run's own (which driver, model, module, device, address, and where the
+		# tests, their results and the kernel tree are, which tests run), as the runner
 		# checked them (cli.rs RUN_IDENTITY).
 		lab_assignment=${arg#lab.env.}
 		lab_name=${lab_assignment%%=*}
 		case "$lab_name" in
 		LAB_*[!A-Z0-9_]* | LAB_) setup_failed "bad variable '$lab_name' on the kernel command line" ;;
-		LAB_DRIVER | LAB_MODEL | LAB_MODULE* | LAB_DEV | LAB_IP) setup_failed "lab.env.$lab_name on the kernel command line: $lab_name is the run's own, not a setting" ;;
+		LAB_DRIVER | LAB_MODEL | LAB_MODULE* | LAB_DEV | LAB_IP | LAB_DIR | LAB_RESULTS | LAB_KDIR | LAB_TESTS) setup_failed "lab.env.$lab_name on the kernel command line: $lab_name is the run's own, not a setting" ;;
 		LAB_*) export "$lab_name=${lab_assignment#*=}" && log "guest environment: $lab_assignment" ;;
 		*) setup_failed "bad variable '$lab_name' on the kernel command line" ;;
 		esac

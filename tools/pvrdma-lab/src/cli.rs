@@ -324,13 +324,19 @@ const KNOWN_VALUE_OPTIONS: &[&str] = &[
 /// `LAB_MODULE_NAME`: `*` stands for any end of the name), the RDMA device the tests use
 /// (`LAB_DEV`) and the guest's address (`LAB_IP`). A run told otherwise would test one
 /// driver and report its results as another's, or check a device other than the one under
-/// test.
+/// test. Nor the variables the guest's init sets up the tests with: where the test scripts
+/// and `lib.sh` are (`LAB_DIR`), where results go (`LAB_RESULTS`), the kernel tree
+/// (`LAB_KDIR`) and which tests run (`LAB_TESTS`).
 pub const RUN_IDENTITY: &[&str] = &[
     "LAB_DRIVER",
     "LAB_MODEL",
     "LAB_MODULE*",
     "LAB_DEV",
     "LAB_IP",
+    "LAB_DIR",
+    "LAB_RESULTS",
+    "LAB_KDIR",
+    "LAB_TESTS",
 ];
 
 /// Whether `name` is one of the run's own variables ([`RUN_IDENTITY`]).
@@ -506,6 +512,10 @@ mod tests {
             "LAB_MODULE_PATH=/x",
             "LAB_DEV=rxe0",
             "LAB_IP=192.0.2.9",
+            "LAB_DIR=/tmp/other-tests",
+            "LAB_RESULTS=/tmp",
+            "LAB_KDIR=/tmp/k",
+            "LAB_TESTS=kunit",
         ] {
             assert!(!valid_guest_env(assignment), "{assignment}");
             let name = assignment.split_once('=').unwrap().0;
