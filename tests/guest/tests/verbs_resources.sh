@@ -10,13 +10,21 @@ limit=${LAB_RESOURCES_TIMEOUT:-300}
 
 lab_build_test "$name"
 
-# rdma resource SUMMARY: the device's object counts (pd, cq, qp, mr, ...) kept
-# by the RDMA core; the kernel's own objects (QP1, the MAD layer's CQs and PD)
-# stay, the test's must all be gone afterwards.
+# lab_res_counts: sets res_counts to the device's object counts (pd, cq, qp,
+# mr, ...) kept by the RDMA core (`rdma resource show`); the kernel's own
+# objects (QP1, the MAD layer's CQs and PD) stay, the test's must all be gone
+# afterwards. Fails the test without the rdma tool, when it fails, or when its
+# answer has no line for the device: two empty answers would compare equal.
 lab_res_counts() {
-	if command -v rdma >/dev/null; then
-		timeout 30 rdma resource show "$LAB_DEV" 2>&1 | sed 's/^[0-9]*: *//'
-	fi
+	command -v rdma >/dev/null || lab_fail "$name: no rdma tool (iproute2): cannot count the kernel's RDMA objects"
+	res_out=$(timeout 30 rdma resource show "$LAB_DEV" 2>&1)
+	res_status=$?
+	[ "$res_status" -eq 0 ] || lab_fail "$name: rdma resource show $LAB_DEV exited with status $res_status: $res_out"
+	case "$res_out" in
+	*"$LAB_DEV: "*) ;;
+	*) lab_fail "$name: rdma resource show $LAB_DEV has no line for the device: '$res_out'" ;;
+	esac
+	res_counts=$(printf '%s\n' "$res_out" | sed 's/^[0-9]*: *//')
 }
 
 kmemleak=/sys/kernel/debug/kmemleak
@@ -25,7 +33,8 @@ if [ -w "$kmemleak" ]; then
 	# only what this test leaked.
 	echo clear >"$kmemleak"
 fi
-before=$(lab_res_counts)
+lab_res_counts
+before=$res_counts
 dmesg_before=$(dmesg | wc -l)
 
 timeout -k 5 "$limit" stdbuf -oL "$bin" "$LAB_DEV" "$LAB_GID_INDEX" "${LAB_RESOURCES_ROUNDS:-2}" "${LAB_RESOURCES_CHURN:-1}" >"$log" 2>&1
@@ -56,7 +65,8 @@ if [ -n "${LAB_RESOURCES_PLACEMENTS:-}" ]; then
 fi
 
 # Every object the program made is gone from the core's tracking.
-after=$(lab_res_counts)
+lab_res_counts
+after=$res_counts
 lab_note "rdma resource before: $before"
 lab_note "rdma resource after:  $after"
 [ "$before" = "$after" ] || lab_fail "kernel RDMA objects left after the program exited: before '$before', after '$after'"
