@@ -7,7 +7,8 @@
 //! A provider driver implements [`Operations`] (a `#[vtable]` trait: only the callbacks it
 //! implements are given to the RDMA core), allocates an [`UnregisteredDevice`] holding its
 //! per-device data, configures it, and registers it, getting a [`Registration`] whose drop
-//! unregisters and frees the device. Callbacks receive `&Device<T>`, which dereferences to the
+//! unregisters and frees the device (unregistered earlier if the parent's unbinding comes
+//! first). Callbacks receive `&Device<T>`, which dereferences to the
 //! driver's data.
 //!
 //! Objects the RDMA core allocates on the driver's behalf (user contexts, protection domains)

@@ -2,7 +2,7 @@
 
 //! Completion queues: creation attributes, completion and event delivery.
 
-use super::{objects::core_object, ops::Operations};
+use super::{objects::core_object, ops::Operations, table::Users};
 use crate::{bindings, types::Opaque};
 use core::sync::atomic::{AtomicBool, Ordering};
 
@@ -64,7 +64,8 @@ crate::impl_flags!(
 
 core_object!(
     /// A live completion queue of driver `T`; dereferences to its data.
-    Cq, CqStorage, ib_cq, Cq, drop_data, armed: AtomicBool = AtomicBool::new(false)
+    Cq, CqStorage, ib_cq, Cq, drop_data, users: Users = Users::new(),
+    armed: AtomicBool = AtomicBool::new(false)
 );
 
 /// A CQ being destroyed, as [`Operations::destroy_cq`] sees it: its data, without the means to

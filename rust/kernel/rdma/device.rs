@@ -137,51 +137,84 @@ impl<T: Operations> Device<T> {
 
     /// Runs `f` on the live CQ the device knows as `handle`, if there is one.
     ///
-    /// `f` runs with interrupts off and a lock held that keeps the CQ from being destroyed: it
-    /// must not sleep. Returns `None` if no CQ has that handle.
+    /// `f` runs holding a use of the CQ, taken under the table's lock, which it runs without: the
+    /// CQ's destruction waits for `f` to return (so `f` must not destroy it, nor wait for what
+    /// destroys it). `f` may call the CQ's consumer, as C drivers do once they let go of their
+    /// table's lock. It runs in the caller's context (interrupts are not turned off for it), and
+    /// may run on several CPUs at once for one CQ. Returns `None` if no CQ has that handle.
     pub fn with_cq<R>(&self, handle: u32, f: impl FnOnce(&Cq<T>) -> R) -> Option<R> {
-        self.tables().cq.with(handle, |cq| {
-            // SAFETY: By the table's invariant the CQ is live with initialised data while the
-            // table is locked, which it is while `f` runs.
+        let users = |cq| {
+            // SAFETY: The table holds live CQs of driver `T`, whose storage is initialised.
+            core::ptr::from_ref(unsafe { Cq::<T>::from_raw(cq) }.users())
+        };
+        let run = |cq| {
+            // SAFETY: By the table's invariant the CQ is live with initialised data while it is
+            // in the table, and the use that `run` is called with keeps it so.
             f(unsafe { Cq::from_raw(cq) })
-        })
+        };
+        // SAFETY: `users` gives the uses of the table's CQs, part of the CQs' storage.
+        unsafe { self.tables().cq.with(handle, users, run) }
     }
 
     /// Runs `f` on the live SRQ the device knows as `handle`, if there is one (see
     /// [`Device::with_cq`]).
     pub fn with_srq<R>(&self, handle: u32, f: impl FnOnce(&Srq<T>) -> R) -> Option<R> {
-        self.tables().srq.with(handle, |srq| {
+        let users = |srq| {
+            // SAFETY: As in `with_cq`.
+            core::ptr::from_ref(unsafe { Srq::<T>::from_raw(srq) }.users())
+        };
+        let run = |srq| {
             // SAFETY: As in `with_cq`.
             f(unsafe { Srq::from_raw(srq) })
-        })
+        };
+        // SAFETY: As in `with_cq`.
+        unsafe { self.tables().srq.with(handle, users, run) }
     }
 
     /// Runs `f` on the live QP the device knows as `handle`, if there is one (see
     /// [`Device::with_cq`]).
     pub fn with_qp<R>(&self, handle: u32, f: impl FnOnce(&Qp<T>) -> R) -> Option<R> {
-        self.tables().qp.with(handle, |qp| {
+        let users = |qp| {
+            // SAFETY: As in `with_cq`.
+            core::ptr::from_ref(unsafe { Qp::<T>::from_raw(qp) }.users())
+        };
+        let run = |qp| {
             // SAFETY: As in `with_cq`.
             f(unsafe { Qp::from_raw(qp) })
-        })
+        };
+        // SAFETY: As in `with_cq`.
+        unsafe { self.tables().qp.with(handle, users, run) }
     }
 
-    /// Runs `f` on every live QP of the device, in no particular order, under the lock of
-    /// [`Device::with_qp`]: `f` must not sleep nor look up QPs. For rare device-wide work (a
-    /// device declared dead flushes its QPs' work), not for the data path: the table stays
-    /// locked for the whole walk.
+    /// Runs `f` on every live QP of the device, in no particular order, each as
+    /// [`Device::with_qp`] would. A QP created or destroyed meanwhile may or may not be seen. For
+    /// rare device-wide work (a device declared dead flushes its QPs' work), not for the data
+    /// path: each step looks the next QP up in the table.
     pub fn for_each_qp(&self, mut f: impl FnMut(&Qp<T>)) {
-        self.tables().qp.for_each(|qp| {
-            // SAFETY: As in `with_cq`: the QP is live while the table is locked.
+        let users = |qp| {
+            // SAFETY: As in `with_cq`.
+            core::ptr::from_ref(unsafe { Qp::<T>::from_raw(qp) }.users())
+        };
+        let run = |qp| {
+            // SAFETY: As in `with_cq`.
             f(unsafe { Qp::from_raw(qp) })
-        })
+        };
+        // SAFETY: As in `with_cq`.
+        unsafe { self.tables().qp.for_each(users, run) }
     }
 
     /// Runs `f` on every live CQ of the device, in any order (see [`Device::for_each_qp`]).
     pub fn for_each_cq(&self, mut f: impl FnMut(&Cq<T>)) {
-        self.tables().cq.for_each(|cq| {
+        let users = |cq| {
+            // SAFETY: As in `with_cq`.
+            core::ptr::from_ref(unsafe { Cq::<T>::from_raw(cq) }.users())
+        };
+        let run = |cq| {
             // SAFETY: As in `with_cq`.
             f(unsafe { Cq::from_raw(cq) })
-        })
+        };
+        // SAFETY: As in `with_cq`.
+        unsafe { self.tables().cq.for_each(users, run) }
     }
 
     /// The bound device the RDMA device belongs to (its parent), for DMA allocations and
@@ -189,14 +222,14 @@ impl<T: Operations> Device<T> {
     pub fn parent(&self) -> &device::Device<Bound> {
         // SAFETY: `UnregisteredDevice::new` set the parent to a bound device. A `&Device<T>` only
         // exists while an `UnregisteredDevice<'a, T>` borrowing the bound parent for `'a` owns the
-        // device, or while the device is registered, i.e. until `Registration`'s drop has
-        // unregistered it (the core calls no callback after `ib_unregister_device()` returns,
-        // and the `DeviceHandle` is detached before the drop goes on). That drop runs at the
-        // latest from the devres release of the parent (`devres_release_all()`), which the
-        // driver core runs before it unbinds the parent: `device_unbind_cleanup()` clears the
-        // parent's driver (and tears its DMA operations down) only after `devres_release_all()`
-        // returned, and a `Devres` completes its release before that. So the parent is bound,
-        // and alive, for as long as the reference.
+        // device, or while the device is registered: in its callbacks (none runs once
+        // `ib_unregister_device()` returned) and through an attached `DeviceHandle` (detached
+        // after that). `Registration` lends none. The device is unregistered at the latest when
+        // the driver core announces the parent's unbinding (`BUS_NOTIFY_UNBIND_DRIVER`, or
+        // `BUS_NOTIFY_DRIVER_NOT_BOUND` after a failed probe, through the registration's bus
+        // notifier), before it calls the driver's `remove` and releases the parent's devres:
+        // until then the parent is bound, its driver set, and every devres resource of it in
+        // place, for as long as the reference.
         unsafe { device::Device::from_raw((*self.as_raw()).__bindgen_anon_1.dev.parent) }
     }
 
@@ -207,14 +240,8 @@ impl<T: Operations> Device<T> {
     /// new name over the old one under a lock of its own, which drivers cannot take, so a name
     /// read while that happens may be a mix of both (as C's readers of `ib_device::name` see it).
     pub fn name(&self) -> DeviceName {
-        // (The type says the C array has `DEVICE_NAME_MAX` bytes.)
-        let mut name: [u8; DEVICE_NAME_MAX] =
-            // SAFETY: The device is valid (type invariant): its `name` array may be read, with a
-            // volatile read, as a rename may write it meanwhile; any bytes are valid `u8`s.
-            unsafe { core::ptr::read_volatile(core::ptr::addr_of!((*self.as_raw()).name)) };
-        // INVARIANT: A NUL at the end, whatever was read.
-        name[DEVICE_NAME_MAX - 1] = 0;
-        DeviceName(name)
+        // SAFETY: The device is valid (type invariant).
+        unsafe { DeviceName::read(self.as_raw()) }
     }
 }
 
@@ -230,6 +257,22 @@ const DEVICE_NAME_MAX: usize = bindings::IB_DEVICE_NAME_MAX as usize;
 pub struct DeviceName([u8; DEVICE_NAME_MAX]);
 
 impl DeviceName {
+    /// Reads the name of `dev`.
+    ///
+    /// # Safety
+    ///
+    /// `dev` must be a valid, allocated `struct ib_device`.
+    unsafe fn read(dev: *mut bindings::ib_device) -> Self {
+        // (The type says the C array has `DEVICE_NAME_MAX` bytes.)
+        let mut name: [u8; DEVICE_NAME_MAX] =
+            // SAFETY: `dev` is valid (guaranteed by the caller): its `name` array may be read,
+            // with a volatile read, as a rename may write it meanwhile; any bytes are valid `u8`s.
+            unsafe { core::ptr::read_volatile(core::ptr::addr_of!((*dev).name)) };
+        // INVARIANT: A NUL at the end, whatever was read.
+        name[DEVICE_NAME_MAX - 1] = 0;
+        Self(name)
+    }
+
     /// The name, up to its first NUL.
     pub fn as_c_str(&self) -> &CStr {
         // The type invariant puts a NUL in the array, so there is always one to find.
@@ -389,9 +432,10 @@ impl<'a, T: Operations> UnregisteredDevice<'a, T> {
     /// one `int`.
     ///
     /// On success the returned [`Registration`] owns the device. It lives in a [`Devres`] of the
-    /// parent: dropping the handle unregisters the device, and so does unbinding the parent, at
-    /// the latest, so the device is never registered while its parent is unbound. If `handle` is
-    /// given, it is attached once registration completed and detached before unregistration.
+    /// parent: dropping the handle unregisters the device, and so does the start of the parent's
+    /// unbinding, at the latest, before the parent's driver is removed and its devres released
+    /// (see [`Registration`]). If `handle` is given, it is attached once registration completed
+    /// and detached once unregistration did.
     ///
     /// The core takes the RTNL lock to add the GIDs of a RoCE port's network devices, hence the
     /// witness that the caller does not hold it ([`RtnlUnlocked`]).
@@ -406,12 +450,12 @@ impl<'a, T: Operations> UnregisteredDevice<'a, T> {
         if !is_name_pattern(name) {
             return Err(EINVAL);
         }
-        let parent = self.parent;
+        let unbind = self.parent_unbind(handle)?;
         // SAFETY: The device is valid, initialised and not registered; the parent, which does
         // the DMA, is bound, and the registration is undone before it is unbound (see above). The
         // name is a pattern the core's `%d` formatting takes.
         let registered = to_result(unsafe {
-            bindings::ib_register_device(self.raw(), name.as_char_ptr(), parent.as_raw())
+            bindings::ib_register_device(self.raw(), name.as_char_ptr(), self.parent.as_raw())
         });
         if let Err(e) = registered {
             // A registration that failed after the core enabled the device may have had
@@ -423,14 +467,98 @@ impl<'a, T: Operations> UnregisteredDevice<'a, T> {
             unsafe { bindings::__flush_workqueue(bindings::ib_wq) };
             return Err(e);
         }
+        // SAFETY: Registered just above.
+        unsafe { self.into_registration(unbind) }
+    }
+
+    /// What will unregister the device when the parent's unbinding starts, detaching `handle`.
+    fn parent_unbind(
+        &self,
+        handle: Option<Arc<DeviceHandle<T>>>,
+    ) -> Result<Pin<KBox<ParentUnbind<T>>>> {
+        let dev = NonNull::new(self.raw()).ok_or(EINVAL)?;
+        // SAFETY: The parent is a valid, bound device.
+        let bus = unsafe { (*self.parent.as_raw()).bus };
+        // INVARIANT: `dev` was allocated by `UnregisteredDevice::new`, which set its parent, and
+        // is freed only by the `Registration` that keeps the box, or by `self`, which has not
+        // handed it over; a bound device's bus is registered; the callback is `notify`.
+        KBox::pin_init(
+            pin_init!(ParentUnbind {
+                nb <- Opaque::ffi_init(|nb: *mut bindings::notifier_block| {
+                    // SAFETY: `nb` is valid for writes; all-zeroes is a valid notifier block.
+                    unsafe {
+                        nb.write(core::mem::zeroed());
+                        (*nb).notifier_call = Some(ParentUnbind::<T>::notify);
+                    }
+                }),
+                dev,
+                bus,
+                handle,
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Hands the device over to a [`Registration`] in the parent's devres: attaches the handle
+    /// and listens for the parent's unbinding.
+    ///
+    /// # Safety
+    ///
+    /// The device must be registered, and `unbind` made by [`Self::parent_unbind`] of `self`.
+    unsafe fn into_registration(
+        self,
+        unbind: Pin<KBox<ParentUnbind<T>>>,
+    ) -> Result<Devres<Registration<T>>> {
+        let parent = self.parent;
         let ptr = self.ptr;
         core::mem::forget(self);
-        let reg = Registration { ptr, handle };
-        if let Some(h) = &reg.handle {
-            h.set(NonNull::new(reg.raw()).map(DevPtr));
+        if let Some(h) = &unbind.handle {
+            h.set(Some(DevPtr(unbind.dev)));
         }
-        // On failure this drops `reg`, which unregisters the device.
+        // SAFETY: `nb` is initialised, with `notify` as its callback, and pinned in a box that
+        // the registration keeps until its drop unregisters it; `bus` is registered (type
+        // invariant of `ParentUnbind`).
+        let listening =
+            to_result(unsafe { bindings::bus_register_notifier(unbind.bus, unbind.nb.get()) });
+        // The parent's unbinding may have been announced before the block was on the chain (a
+        // registration from the driver's `remove`, or one racing with an unbinding outside the
+        // parent's device lock). The driver core marks the device unbinding
+        // (`device_links_busy()`) before it announces it under the chain's lock, which adding the
+        // block took after it: the mark is seen here.
+        // SAFETY: `parent` is valid; `links.status` is an `enum dl_dev_state` that the driver
+        // core writes under its own lock, read once here with a volatile read.
+        let status =
+            unsafe { core::ptr::read_volatile(&raw const (*parent.as_raw()).links.status) };
+        // INVARIANT: The device is registered (guaranteed by the caller) and `unbind.nb` is on
+        // the bus's chain. (Adding a new block to a registered bus's chain cannot fail; if it
+        // did, the drop below would find the block missing from the chain, which unregistering
+        // tolerates.)
+        let reg = Registration { ptr, unbind };
+        // On failure these drop `reg`, which unregisters the device.
+        listening?;
+        if status == bindings::dl_dev_state_DL_DEV_UNBINDING {
+            return Err(ENODEV);
+        }
         Devres::new(parent, reg)
+    }
+
+    /// A registration of a device the core never registered, for KUnit tests of what happens
+    /// at the parent's unbinding: the core does nothing when asked to unregister it.
+    ///
+    /// # Safety
+    ///
+    /// `handle` must be used for nothing but [`DeviceHandle::is_attached`]: what it attaches to
+    /// is not registered (its port data and GID tables are not set up).
+    #[cfg(CONFIG_RUST_INFINIBAND_KUNIT_TEST)]
+    unsafe fn register_for_test(
+        self,
+        handle: Arc<DeviceHandle<T>>,
+    ) -> Result<Devres<Registration<T>>> {
+        let unbind = self.parent_unbind(Some(handle))?;
+        // SAFETY: Not registered, which `Registration` needs only for the handle's users (the
+        // caller uses the handle for nothing else) and for unregistration, which does nothing
+        // for a device the core does not have.
+        unsafe { self.into_registration(unbind) }
     }
 }
 
@@ -463,36 +591,59 @@ impl<T: Operations> Drop for UnregisteredDevice<'_, T> {
 /// contexts and their objects are destroyed through the driver's `dealloc_*` callbacks first),
 /// detaches the [`DeviceHandle`], drops the driver's data, and frees the device.
 ///
+/// The device is unregistered earlier, and the handle detached, when the parent's driver is
+/// about to be unbound (or its probe failed): callbacks get the parent as a bound device
+/// ([`Device::parent`]), and every devres resource of the parent must be there for them, however
+/// the driver keeps the registration. Kept in the driver's bus data, the registration is dropped
+/// before the parent's devres is released, but moved elsewhere (into the parent's devres, for
+/// instance) it would be dropped in the middle of that release, after the resources registered
+/// after it. So the registration also listens to the parent's bus for the parent's unbinding,
+/// which the driver core announces before it calls the driver's `remove` and releases anything
+/// (`BUS_NOTIFY_UNBIND_DRIVER`, and `BUS_NOTIFY_DRIVER_NOT_BOUND` when a probe fails). A device
+/// registered after that announcement (from `remove`) is refused. The unregistration then runs
+/// under the bus's notifier lock, held for reading: the core's clients, removed then, must not
+/// register or unregister notifiers on the parent's bus.
+///
 /// # Invariants
 ///
-/// `ptr` is a registered device as described for [`UnregisteredDevice`].
+/// `ptr` is a device as described for [`UnregisteredDevice`], registered or unregistered by
+/// `unbind` but not freed, with `unbind.dev` pointing to it. `unbind.nb` is registered on the
+/// parent's bus, with `ParentUnbind::<T>::notify` as its callback, until `drop`.
 pub struct Registration<T: Operations> {
     ptr: NonNull<DeviceStorage<T>>,
+    unbind: Pin<KBox<ParentUnbind<T>>>,
+}
+
+/// What unregisters a device when its parent's driver is unbound: a notifier block on the
+/// parent's bus, and what unregistration detaches.
+///
+/// # Invariants
+///
+/// `dev` is a device allocated by [`UnregisteredDevice::<T>::new`] and not freed, whose parent
+/// is set and on `bus`, a registered bus; `nb`'s callback is `Self::notify`.
+#[pin_data]
+struct ParentUnbind<T: Operations> {
+    #[pin]
+    nb: Opaque<bindings::notifier_block>,
+    dev: NonNull<bindings::ib_device>,
+    /// The parent's bus, whose chain `nb` goes on.
+    bus: *const bindings::bus_type,
     handle: Option<Arc<DeviceHandle<T>>>,
 }
 
-// SAFETY: The registration can be dropped from any thread.
-unsafe impl<T: Operations> Send for Registration<T> {}
-// SAFETY: `&Registration` only gives `&RegisteredDevice<T>`, which is `Sync`.
-unsafe impl<T: Operations> Sync for Registration<T> {}
-
-impl<T: Operations> Registration<T> {
-    fn raw(&self) -> *mut bindings::ib_device {
-        self.ptr.as_ptr().cast()
+impl<T: Operations> ParentUnbind<T> {
+    /// The device's parent.
+    fn parent(&self) -> *mut bindings::device {
+        // SAFETY: By the type invariant `dev` is allocated, with its parent set.
+        unsafe { (*self.dev.as_ptr()).__bindgen_anon_1.dev.parent }
     }
 
-    /// The registered device.
-    pub fn device(&self) -> &RegisteredDevice<T> {
-        // SAFETY: By the type invariant the device is registered and its data initialised for as
-        // long as `self` lives; `self`'s drop flushes `ib_wq` before it frees the device.
-        unsafe { RegisteredDevice::from_raw(self.raw()) }
-    }
-}
-
-impl<T: Operations> Drop for Registration<T> {
-    fn drop(&mut self) {
-        // SAFETY: By the type invariant the device is registered.
-        unsafe { bindings::ib_unregister_device(self.raw()) };
+    /// Unregisters the device, then detaches the handle and waits for the port events queued
+    /// until then. Once done, doing it again does nothing: the core does nothing for a device it
+    /// unregistered (a second caller waits for the first behind the core's unregistration lock).
+    fn unregister(&self) {
+        // SAFETY: By the type invariant `dev` is allocated; registered, or unregistered already.
+        unsafe { bindings::ib_unregister_device(self.dev.as_ptr()) };
         // The handle is detached only now: while the device is being unregistered, the core's
         // clients (a kernel ULP draining its QPs) still wait for the completions and events the
         // handle's users deliver. C drivers keep delivering them until unregistration returns.
@@ -505,6 +656,63 @@ impl<T: Operations> Drop for Registration<T> {
         // SAFETY: `ib_wq` is the core's event queue, allocated while the core is loaded, which
         // it is while one of its devices exists.
         unsafe { bindings::__flush_workqueue(bindings::ib_wq) };
+    }
+
+    /// The C callback of the parent's bus notifier.
+    ///
+    /// # Safety
+    ///
+    /// Only the C side calls it, with the arguments it documents for this callback.
+    unsafe extern "C" fn notify(
+        nb: *mut bindings::notifier_block,
+        action: crate::ffi::c_ulong,
+        data: *mut crate::ffi::c_void,
+    ) -> crate::ffi::c_int {
+        // SAFETY: `nb` is the `nb` field of a `ParentUnbind<T>` that a `Registration<T>` keeps
+        // registered until its drop unregisters it, which waits for running callbacks.
+        let this = unsafe { &*crate::container_of!(Opaque::cast_from(nb), Self, nb) };
+        // The bus passes its `enum bus_notifier_event` as an unsigned long.
+        let unbinding = action == bindings::bus_notifier_event_BUS_NOTIFY_UNBIND_DRIVER as usize
+            || action == bindings::bus_notifier_event_BUS_NOTIFY_DRIVER_NOT_BOUND as usize;
+        // Bus notifiers are passed the device the event is about.
+        if unbinding && data.cast() == this.parent() {
+            this.unregister();
+        }
+        bindings::NOTIFY_DONE as crate::ffi::c_int
+    }
+}
+
+// SAFETY: The registration can be dropped from any thread.
+unsafe impl<T: Operations> Send for Registration<T> {}
+// SAFETY: `&Registration` only gives the device's name, a copy.
+unsafe impl<T: Operations> Sync for Registration<T> {}
+
+impl<T: Operations> Registration<T> {
+    fn raw(&self) -> *mut bindings::ib_device {
+        self.ptr.as_ptr().cast()
+    }
+
+    /// A copy of the device's name (see [`Device::name`]).
+    ///
+    /// The registration lends no [`Device`]: it outlives the start of the parent's unbinding,
+    /// after which nothing may see the parent as bound ([`Device::parent`]). Code outside the
+    /// device's callbacks reaches the device through a [`DeviceHandle`], which is detached by
+    /// then.
+    pub fn name(&self) -> DeviceName {
+        // SAFETY: By the type invariant the device is allocated while `self` lives.
+        unsafe { DeviceName::read(self.raw()) }
+    }
+}
+
+impl<T: Operations> Drop for Registration<T> {
+    fn drop(&mut self) {
+        // First, so that the parent's unbinding no longer reaches the device about to be freed.
+        // SAFETY: By the type invariants `nb` is registered on `bus`, the parent's, which stays
+        // registered while a device on it is bound, as the parent is until the registration is
+        // dropped. `bus_unregister_notifier()` waits for a callback in flight.
+        unsafe { bindings::bus_unregister_notifier(self.unbind.bus, self.unbind.nb.get()) };
+        // Does nothing if the parent's unbinding did it.
+        self.unbind.unregister();
         // SAFETY: After unregistration no callback runs any more, the handle is detached and the
         // events queued are done, so nothing reaches the data: it can be dropped, then the
         // device freed.
@@ -518,9 +726,10 @@ impl<T: Operations> Drop for Registration<T> {
 
 /// A handle to a registered RDMA device for code that runs outside the device's callbacks.
 ///
-/// Created empty, it is attached by [`UnregisteredDevice::register`] and detached when the
-/// [`Registration`] is dropped, after the device is unregistered (events and completions reach
-/// the core's clients while they are being removed). Operations on a detached handle do nothing.
+/// Created empty, it is attached by [`UnregisteredDevice::register`] and detached once the device
+/// is unregistered (events and completions reach the core's clients while they are being
+/// removed), when the parent's unbinding starts or the [`Registration`] is dropped. Operations on
+/// a detached handle do nothing.
 ///
 /// Two kinds of users reach the device through it: [`DeviceHandle::with_device`] and
 /// [`DeviceHandle::dispatch_port_event`] in any context, hard interrupt handlers included (a CQ's
@@ -638,8 +847,8 @@ impl<T: Operations> DeviceHandle<T> {
         let dev = guard.as_ref()?;
         // SAFETY: By the type invariant the device was allocated by `UnregisteredDevice::<T>::new`,
         // registered, and lives with its data initialised while the lock is held, which it is
-        // while `f` runs; `Registration`'s drop detaches the handle before it flushes `ib_wq` and
-        // frees the device.
+        // while `f` runs; the handle is detached before `ib_wq` is flushed and the device
+        // freed.
         Some(f(unsafe { RegisteredDevice::from_raw(dev.0.as_ptr()) }))
     }
 
@@ -670,9 +879,9 @@ impl<T: Operations> DeviceHandle<T> {
 /// An RDMA device of driver `T` that the RDMA core has registered: the only kind of device that
 /// port events can be reported on ([`RegisteredDevice::dispatch_port_event`]).
 ///
-/// Dereferences to [`Device`]. Given by [`Registration::device`], [`DeviceHandle::with_device`]
-/// and [`Operations::report_port_event`]; an [`UnregisteredDevice`], and callbacks that the core
-/// may call during registration, only have a [`Device`].
+/// Dereferences to [`Device`]. Given by [`DeviceHandle::with_device`] and
+/// [`Operations::report_port_event`]; an [`UnregisteredDevice`], and callbacks that the core may
+/// call during registration, only have a [`Device`].
 ///
 /// # Invariants
 ///
@@ -890,5 +1099,84 @@ mod port_event_tests {
         type Srq = Tabled;
         type Ah = ();
         type Mr = ();
+    }
+}
+
+#[cfg(CONFIG_RUST_INFINIBAND_KUNIT_TEST)]
+#[macros::kunit_tests(rust_rdma_registration)]
+mod registration_tests {
+    use super::*;
+    use crate::{
+        devres, faux,
+        rdma::{DriverId, TableIndex},
+    };
+    use core::sync::atomic::{AtomicU8, Ordering};
+
+    /// A driver with no callbacks, for the type of the test's device.
+    struct NoDriver;
+
+    /// The data of its objects.
+    struct Data;
+
+    impl TableIndex for Data {
+        fn table_index(&self) -> u32 {
+            0
+        }
+    }
+
+    #[vtable]
+    impl Operations for NoDriver {
+        const DRIVER_ID: DriverId = DriverId::UNKNOWN;
+        const UVERBS_ABI_VERSION: u32 = 0;
+        type UserContext = ();
+        type Pd = ();
+        type Cq = Data;
+        type Qp = Data;
+        type Srq = Data;
+        type Ah = ();
+        type Mr = ();
+    }
+
+    /// What the release of [`Later`] saw: 0 nothing yet, 1 a detached handle, 2 an attached one.
+    static SEEN: AtomicU8 = AtomicU8::new(0);
+
+    /// A resource of the parent registered after the registration, so released before it by the
+    /// parent's devres: it records whether the RDMA device was still registered (its handle
+    /// attached) when it went, when a callback could still have reached it as a resource of a
+    /// bound parent ([`Device::parent`]).
+    struct Later(Arc<DeviceHandle<NoDriver>>);
+
+    impl Drop for Later {
+        fn drop(&mut self) {
+            let seen = if self.0.is_attached() { 2 } else { 1 };
+            SEEN.store(seen, Ordering::Relaxed);
+        }
+    }
+
+    /// The device is unregistered when the parent's unbinding starts, before any devres
+    /// resource of the parent is released, even when the driver leaves the registration to the
+    /// parent's devres instead of keeping it in its bus data. Before, the devres release dropped
+    /// the registration after the resources registered after it, while callbacks still ran.
+    #[test]
+    fn unregistered_before_parent_devres() -> Result {
+        let faux = faux::Registration::new(c"rust_rdma_registration_test", None)?;
+        let handle = DeviceHandle::<NoDriver>::new()?;
+        {
+            let faux_dev: &faux::Device<Bound> = faux.as_ref();
+            let parent: &device::Device<Bound> = faux_dev.as_ref();
+            let dev = UnregisteredDevice::<NoDriver>::new(parent, 1, Ok::<_, Error>(NoDriver))?;
+            // SAFETY: The handle is only asked whether it is attached.
+            let reg = unsafe { dev.register_for_test(handle.clone()) }?;
+            assert!(handle.is_attached());
+            // The registration left to the parent's devres, then a resource registered after it.
+            devres::register(parent, reg, GFP_KERNEL)?;
+            devres::register(parent, Later(handle.clone()), GFP_KERNEL)?;
+        }
+        SEEN.store(0, Ordering::Relaxed);
+        // Unbinds the parent and releases its devres, last registered first.
+        drop(faux);
+        assert_eq!(SEEN.load(Ordering::Relaxed), 1);
+        assert!(!handle.is_attached());
+        Ok(())
     }
 }

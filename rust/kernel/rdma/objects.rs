@@ -220,27 +220,28 @@ impl<T: Operations> core::ops::Deref for UserContext<T> {
 /// ends: `take` (moved out to a destroy callback that consumes it; the data must be `Unpin`) or
 /// `drop_data` (dropped in place after a destroy callback that borrows the object).
 ///
-/// An optional last argument, `$extra: $extra_ty = $extra_init`, adds a field of the abstraction's
-/// own to the storage: `init` sets it to `$extra_init` before the data, and the wrapper's
-/// `$extra()` lends it (a field that changes does so through interior mutability). It is never
-/// dropped (the core frees the memory), so `$extra_ty` must not need to be.
+/// Optional last arguments, `$extra: $extra_ty = $extra_init`, add fields of the abstraction's
+/// own to the storage: `init` initialises each in place with `$extra_init` (a value or an
+/// initialiser that cannot fail) before the data, and the wrapper's `$extra()` lends it (a field
+/// that changes does so through interior mutability). They are never dropped (the core frees the
+/// memory), so their types must not need to be.
 macro_rules! core_object {
     (
         $(#[$doc:meta])* $name:ident, $storage:ident, $c:ident, $data:ident, $release:ident
-        $(, $extra:ident: $extra_ty:ty = $extra_init:expr)?
+        $(, $extra:ident: $extra_ty:ty = $extra_init:expr)*
     ) => {
         /// The memory of one object of driver `T`.
         #[repr(C)]
         pub(super) struct $storage<T: $crate::rdma::Operations> {
             ib: $crate::types::Opaque<$crate::bindings::$c>,
-            $($extra: $extra_ty,)?
+            $($extra: $extra_ty,)*
             data: ::core::mem::MaybeUninit<T::$data>,
         }
 
         impl<T: $crate::rdma::Operations> $storage<T> {
             /// Initialises the data of a freshly allocated object in place, where it stays until
             /// the object is freed: it may hold what must not move (locks, for instance). Sets the
-            /// extra field first, if there is one.
+            /// extra fields first, if there are any.
             ///
             /// # Safety
             ///
@@ -253,14 +254,16 @@ macro_rules! core_object {
                 const { $crate::rdma::objects::check_layout::<Self>() };
                 $(
                     const { assert!(!::core::mem::needs_drop::<$extra_ty>()) };
-                )?
-                $(
                     // SAFETY: `ptr` covers the whole storage (guaranteed by the caller), so the
-                    // field is valid for writes and suitably aligned.
+                    // field is valid for writes and suitably aligned; the core never moves the
+                    // object, so the field stays pinned. The initialiser cannot fail.
                     unsafe {
-                        ::core::ptr::addr_of_mut!((*ptr.cast::<Self>()).$extra).write($extra_init)
+                        ::pin_init::raw_init::<$extra_ty>(
+                            ::core::ptr::addr_of_mut!((*ptr.cast::<Self>()).$extra),
+                            $extra_init,
+                        )
                     };
-                )?
+                )*
                 // SAFETY: `ptr` covers the whole storage (guaranteed by the caller), so the slot
                 // is valid for writes and suitably aligned; the core never moves the object, so
                 // the data stays pinned until `drop_data` or `take` ends it.
@@ -313,7 +316,7 @@ macro_rules! core_object {
                     // field that changes does so through interior mutability).
                     unsafe { &(*self.as_raw().cast::<$storage<T>>()).$extra }
                 }
-            )?
+            )*
         }
 
         impl<T: $crate::rdma::Operations> core::ops::Deref for $name<T> {

@@ -2,7 +2,10 @@
 
 //! Queue pairs: creation, modification and query attributes, events.
 
-use super::{ah::AhAttr, cq::Cq, mr::AccessFlags, objects::core_object, ops::Operations, srq::Srq};
+use super::{
+    ah::AhAttr, cq::Cq, mr::AccessFlags, objects::core_object, ops::Operations, srq::Srq,
+    table::Users,
+};
 use crate::{
     bindings,
     error::Result,
@@ -14,7 +17,8 @@ use core::marker::PhantomData;
 
 core_object!(
     /// A live queue pair of driver `T`; dereferences to its data.
-    Qp, QpStorage, ib_qp, Qp, drop_data, serial: QpSerial = QpSerial::next()
+    Qp, QpStorage, ib_qp, Qp, drop_data, users: Users = Users::new(),
+    serial: QpSerial = QpSerial::next()
 );
 
 /// The identity of one QP, which no other QP is ever given (unlike its address or handle, which

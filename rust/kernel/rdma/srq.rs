@@ -2,12 +2,12 @@
 
 //! Shared receive queues: attributes and events.
 
-use super::{objects::core_object, ops::Operations};
+use super::{objects::core_object, ops::Operations, table::Users};
 use crate::bindings;
 
 core_object!(
     /// A live shared receive queue of driver `T`; dereferences to its data.
-    Srq, SrqStorage, ib_srq, Srq, drop_data
+    Srq, SrqStorage, ib_srq, Srq, drop_data, users: Users = Users::new()
 );
 
 /// The attributes of an SRQ (C's `struct ib_srq_attr`).

@@ -77,7 +77,7 @@ impl OnDeath for FlushOnDeath {
 ///
 /// It runs in interrupt context, where the completion handlers may be called, and apart from the
 /// paths that found the device dead: those may hold the locks it takes (a consumer may poll a CQ
-/// from its completion handler, which runs under the CQ table's lock).
+/// from its completion handler, which the flusher calls).
 #[pin_data]
 pub(crate) struct Flusher {
     #[pin]
@@ -116,8 +116,6 @@ impl HrTimerCallback for Flusher {
                 // protocol.
                 let _ = dev.dispatch_port_event(PORT, PortEvent::DeviceFatal);
             }
-            // The QP table is released before the CQ table is taken (their lock order is the
-            // other way round).
             let mut unfinished = false;
             dev.for_each_qp(|qp| unfinished |= qp.has_unfinished(None));
             if unfinished {

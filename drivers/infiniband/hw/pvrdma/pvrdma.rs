@@ -237,7 +237,7 @@ impl Pvrdma {
             &rtnl,
         )?;
         if let Some(ib) = ib.try_access() {
-            dev_info!(pdev, "attached to device {}\n", ib.device().name());
+            dev_info!(pdev, "attached to device {}\n", ib.name());
         }
 
         Ok(Self {

@@ -5,7 +5,7 @@
 
 use super::super::{
     device::Device,
-    table::{ObjectTable, TableIndex},
+    table::{ObjectTable, TableIndex, Users},
 };
 use super::{Adapter, Operations};
 use crate::{error::Result, prelude::PinInit};
@@ -36,6 +36,13 @@ pub(super) trait Tabled<T: Operations> {
     /// `raw`'s data must have been initialised with [`Tabled::init`] and not dropped since; it
     /// is not used afterwards.
     unsafe fn drop_data(raw: *mut Self::Raw);
+
+    /// The uses of a live object (see [`Users`]).
+    ///
+    /// # Safety
+    ///
+    /// `raw` must be a live object of this kind whose storage is initialised, for `'a`.
+    unsafe fn users<'a>(raw: *mut Self::Raw) -> &'a Users;
 
     /// The handle of a live object.
     ///
@@ -91,6 +98,13 @@ macro_rules! tabled_kind {
             unsafe fn drop_data(raw: *mut $crate::bindings::$raw) {
                 // SAFETY: Guaranteed by the caller.
                 unsafe { $storage::<T>::drop_data(raw) }
+            }
+
+            unsafe fn users<'a>(
+                raw: *mut $crate::bindings::$raw,
+            ) -> &'a $crate::rdma::table::Users {
+                // SAFETY: Guaranteed by the caller: live, storage initialised, for `'a`.
+                unsafe { $wrapper::<T>::from_raw(raw) }.users()
             }
 
             unsafe fn index(raw: *mut $crate::bindings::$raw) -> u32 {
@@ -158,7 +172,8 @@ impl<T: Operations> Adapter<T> {
     }
 
     /// The first half of [`Adapter::destroy_tabled`]: removes an object of kind `K` from its
-    /// table, so that no handle reaches it any more.
+    /// table, so that no handle reaches it any more, and waits for the lookups that found it
+    /// before to be done with it.
     ///
     /// # Safety
     ///
@@ -168,6 +183,9 @@ impl<T: Operations> Adapter<T> {
         // SAFETY: Guaranteed by the caller.
         let index = unsafe { K::index(raw) };
         K::table(dev).remove(index, raw);
+        // SAFETY: Guaranteed by the caller: the object is live until its destruction, which
+        // follows this. It left the table just now, once.
+        unsafe { K::users(raw) }.drain();
     }
 
     /// The second half of [`Adapter::destroy_tabled`]: lets the driver destroy an object of kind
