@@ -21,7 +21,7 @@ skipped=$(grep -E '^ok [0-9]+ [^ ]+ # SKIP' "$ktap" | sed -E 's/^ok [0-9]+ //' |
 [ -z "$skipped" ] || lab_fail "KUnit suites skipped: $skipped"
 
 # The suites this project relies on must have run and passed.
-for suite in rust_doctests_kernel rust_rdma_object_table rust_rdma_device_name rust_rdma_port_event rust_rdma_cq rust_rdma_umem rust_rdma_mmap rust_rdma_wr_id rust_rdma_modify_srq_attr rust_rdma_modify_qp_attr rust_rdma_fw_str rust_rdma_sysfs rust_net_device rust_pci_irq_flags; do
+for suite in rust_doctests_kernel rust_rdma_object_table rust_rdma_registration rust_rdma_device_name rust_rdma_port_event rust_rdma_cq rust_rdma_umem rust_rdma_mmap rust_rdma_wr_id rust_rdma_modify_srq_attr rust_rdma_modify_qp_attr rust_rdma_fw_str rust_rdma_sysfs rust_net_device rust_pci_irq_flags; do
 	grep -qE "^ok [0-9]+ $suite\$" "$ktap" || lab_fail "KUnit suite $suite did not run (or did not pass): is its config option on?"
 done
 
@@ -32,5 +32,5 @@ set -- $totals
 [ "$2" -eq 0 ] || lab_fail "KUnit: $2 test cases failed"
 [ "$1" -gt 0 ] || lab_fail "KUnit: no test case passed"
 rdma_cases=$(sed -n '/# Subtest: rust_rdma_object_table/,/^ok [0-9]* rust_rdma_object_table/p' "$ktap" | grep -cE '^ +ok [0-9]+ ')
-[ "$rdma_cases" -ge 2 ] || lab_fail "rust_rdma_object_table ran $rdma_cases test cases, expected 2"
+[ "$rdma_cases" -ge 7 ] || lab_fail "rust_rdma_object_table ran $rdma_cases test cases, expected 7"
 lab_note "KUnit: $suites suites ok; test cases: $1 passed, $2 failed, $3 skipped of $4; rust_rdma_object_table: $rdma_cases cases ok"
