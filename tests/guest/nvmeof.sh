@@ -9,6 +9,9 @@ NVMEOF_NQN=nqn.2026-11.lab.pvrdma:ram0
 nvmeof_cfg=/sys/kernel/config
 NVMEOF_SUB=$nvmeof_cfg/nvmet/subsystems/$NVMEOF_NQN
 NVMEOF_PORT=$nvmeof_cfg/nvmet/ports/1
+# The host's controller-loss timeout (s) and its delay between reconnects.
+NVMEOF_CTRL_LOSS_TMO=5
+NVMEOF_RECONNECT_DELAY=1
 
 # nvmeof_load MODULE...: loads the consumers (modules of the test kernel,
 # loaded like the drivers: no /lib/modules for it in the guest).
@@ -37,13 +40,13 @@ nvmeof_target_up() {
 
 # nvmeof_connect [ADDRESS]: the host's controller over RDMA, to the target
 # at ADDRESS (default: this guest's, LAB_IP); sets NVMEOF_DEV to its
-# namespace's block device. Losing the target fails I/O after 5 s
-# (ctrl-loss-tmo) instead of 600.
+# namespace's block device. Losing the target fails I/O after
+# NVMEOF_CTRL_LOSS_TMO (5 s) instead of 600.
 nvmeof_connect() {
 	target=${1:-$LAB_IP}
 	out=$R/nvme-connect.txt
 	timeout 60 nvme connect -t rdma -a "$target" -s 4420 -n "$NVMEOF_NQN" \
-		--ctrl-loss-tmo=5 --reconnect-delay=1 >"$out" 2>&1
+		--ctrl-loss-tmo="$NVMEOF_CTRL_LOSS_TMO" --reconnect-delay="$NVMEOF_RECONNECT_DELAY" >"$out" 2>&1
 	lab_check_exit "nvme connect -t rdma -a $target -s 4420" $? "$out" 60
 	n=0
 	while [ "$n" -lt 100 ]; do

@@ -10,13 +10,20 @@
  *   pvrdma_fault --wait SEC  wait up to SEC seconds for the armed fault to
  *                            happen (the register reads 0); exit 1 if not
  *   pvrdma_fault --pending   print the pending kind's number
+ *   pvrdma_fault --open DEV  open RDMA device DEV (ibv_open_device(): the
+ *                            driver's CREATE_UC command, the first the
+ *                            device sees) and print how that went, with the
+ *                            errno a refusal reached user space with (which
+ *                            ibv_devinfo does not print); exit 1 if refused
  *
  * The stock model has no such register: it keeps what is written there, so
  * a fault reads back pending for ever (--wait fails) and nothing happens.
  */
+#define _GNU_SOURCE /* strerrorname_np() */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <infiniband/verbs.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,6 +139,41 @@ static unsigned int kind_of(const char *name)
 	exit(2);
 }
 
+/* Opens RDMA device NAME and closes it again: 0 if it opened, 1 if not, 2 if there is none. */
+static int open_device(const char *name)
+{
+	struct ibv_device **list, **d;
+	struct ibv_context *ctx;
+	int err, ret = 2;
+
+	list = ibv_get_device_list(NULL);
+	if (!list) {
+		perror("ibv_get_device_list");
+		return 2;
+	}
+	for (d = list; *d; d++) {
+		if (strcmp(ibv_get_device_name(*d), name))
+			continue;
+		errno = 0;
+		ctx = ibv_open_device(*d);
+		err = errno;
+		if (ctx) {
+			printf("open %s: opened\n", name);
+			ibv_close_device(ctx);
+			ret = 0;
+		} else {
+			printf("open %s: refused with %s (errno %d: %s)\n", name,
+			       strerrorname_np(err) ?: "no errno name", err, strerror(err));
+			ret = 1;
+		}
+		break;
+	}
+	if (ret == 2)
+		fprintf(stderr, "no RDMA device %s\n", name);
+	ibv_free_device_list(list);
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
 	volatile uint32_t *regs;
@@ -139,8 +181,15 @@ int main(int argc, char **argv)
 	uint32_t pending;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s KIND | --wait SECONDS | --pending\n", argv[0]);
+		fprintf(stderr, "usage: %s KIND | --wait SECONDS | --pending | --open DEV\n", argv[0]);
 		return 2;
+	}
+	if (!strcmp(argv[1], "--open")) {
+		if (argc < 3) {
+			fprintf(stderr, "usage: %s --open DEV\n", argv[0]);
+			return 2;
+		}
+		return open_device(argv[2]);
 	}
 	if (!strcmp(argv[1], "--pending")) {
 		regs = map_regs();
