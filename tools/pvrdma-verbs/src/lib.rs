@@ -24,6 +24,7 @@ pub mod ffi;
 pub mod guard;
 pub mod log;
 
+pub use engine::gid::GidType;
 pub use engine::route::RemoteFabric;
 use pvrdma_fabric::{Gid, GidSink};
 use std::sync::Arc;
@@ -32,6 +33,11 @@ use std::sync::Arc;
 /// guest GID; returns its index.
 pub fn add_gid(gid: Gid) -> Result<u32, String> {
     engine::lock().gids.add(gid)
+}
+
+/// Adds `gid` with type `ty` (the type a UD receive's header follows).
+pub fn add_gid_typed(gid: Gid, ty: GidType) -> Result<u32, String> {
+    engine::lock().gids.add_typed(gid, ty)
 }
 
 /// Removes `gid` from the GID table.

@@ -9,6 +9,7 @@
 //! Receives wait in their RQ or SRQ.
 
 use super::fast_reg;
+use super::grh;
 use super::limits::{mtu_bytes, MAX_INLINE_DATA, MAX_MSG_SZ, PORT_MTU};
 use super::memory::ScatterError;
 use super::retry;
@@ -105,21 +106,6 @@ pub(super) fn has_imm(opcode: u32) -> bool {
         opcode,
         ffi::IBV_WR_SEND_WITH_IMM | ffi::IBV_WR_RDMA_WRITE_WITH_IMM
     )
-}
-
-/// The GRH a UD receive starts with (RoCE v1: an IPv6-format IB GRH).
-fn build_grh(ud: &UdDest, sgid: &Gid, payload_len: usize, imm: bool) -> [u8; GRH_LEN] {
-    let mut g = [0u8; GRH_LEN];
-    let vtf = (6u32 << 28) | (u32::from(ud.traffic_class) << 20) | (ud.flow_label & 0xf_ffff);
-    g[0..4].copy_from_slice(&vtf.to_be_bytes());
-    // PayLen as on the wire: BTH (12) + DETH (8) + [ImmDt (4)] + payload + ICRC (4).
-    let paylen = 24 + payload_len + if imm { 4 } else { 0 };
-    g[4..6].copy_from_slice(&(paylen.min(0xffff) as u16).to_be_bytes());
-    g[6] = 0x1b; // next header: IBA transport
-    g[7] = ud.hop_limit;
-    g[8..24].copy_from_slice(sgid);
-    g[24..40].copy_from_slice(&ud.dgid);
-    g
 }
 
 /// A UD datagram on its way: where it comes from and goes, and what its
@@ -689,8 +675,11 @@ impl Engine {
             self.qkey_violations = self.qkey_violations.wrapping_add(1);
             return;
         }
+        // The header of the receiving GID's type (the sender's port has the
+        // same type: RoCE v1 and v2 ports do not reach each other).
+        let ty = self.gids.gid_type(&ud.dgid).unwrap_or_default();
         let mut msg = Vec::with_capacity(GRH_LEN + data.len());
-        msg.extend_from_slice(&build_grh(&ud, &sgid, data.len(), imm.is_some()));
+        msg.extend_from_slice(&grh::build(ty, &ud, &sgid, data.len(), imm.is_some()));
         msg.extend_from_slice(data);
         let c = Completion {
             opcode: ffi::IBV_WC_RECV,

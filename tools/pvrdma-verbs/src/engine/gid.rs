@@ -2,7 +2,12 @@
 //!
 //! Index 0 holds a fixed default GID (QEMU refuses index 0 as a source GID);
 //! the guest's GIDs arrive at index >= 1 from the mux (through
-//! [`pvrdma_fabric::GidSink`]) or, in tests, from [`crate::add_gid`].
+//! [`pvrdma_fabric::GidSink`]) or, in tests, from [`crate::add_gid`] and
+//! [`crate::add_gid_typed`]. Each entry has a type, RoCE v1 unless added as
+//! RoCE v2: the type decides the network header a UD receive starts with
+//! ([`super::grh`]). The mux does not carry the type yet (QEMU's REG
+//! message has it from QEMU patch 29 on, tools/qemu/versions.md), so the
+//! guest's GIDs are RoCE v1 here.
 
 use super::limits::GID_TABLE_LEN;
 use pvrdma_fabric::Gid;
@@ -13,32 +18,58 @@ pub const DEFAULT_GID: Gid = [
     0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x02, 0x00, 0x5e, 0xff, 0xfe, 0x00, 0x53, 0x00,
 ];
 
+/// The type of a GID: how packets from and to it are encapsulated (the
+/// guest binds each GID with one, pvrdma's CREATE_BIND `gid_type`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum GidType {
+    /// RoCE v1: an IB GRH over Ethernet.
+    #[default]
+    RoceV1,
+    /// RoCE v2: UDP over IPv4 (IPv4-mapped GIDs) or IPv6.
+    RoceV2,
+}
+
 /// The GID table of port 1.
 pub struct GidTable {
     entries: [Option<Gid>; GID_TABLE_LEN],
+    /// The type of each entry (RoCE v1 for an empty one).
+    types: [GidType; GID_TABLE_LEN],
 }
 
 impl Default for GidTable {
     fn default() -> Self {
         let mut entries = [None; GID_TABLE_LEN];
         entries[0] = Some(DEFAULT_GID);
-        GidTable { entries }
+        GidTable {
+            entries,
+            types: [GidType::RoceV1; GID_TABLE_LEN],
+        }
     }
 }
 
 impl GidTable {
-    /// Adds `gid` at the lowest free index >= 1; adding a present GID
-    /// returns its index.
+    /// Adds `gid` as a RoCE v1 GID (see [`GidTable::add_typed`]).
     pub fn add(&mut self, gid: Gid) -> Result<u32, String> {
+        self.add_typed(gid, GidType::RoceV1)
+    }
+
+    /// Adds `gid` of type `ty` at the lowest free index >= 1; adding a
+    /// present GID returns its index and gives it type `ty` (one entry per
+    /// GID: a guest binds each GID with the one type its port has).
+    pub fn add_typed(&mut self, gid: Gid, ty: GidType) -> Result<u32, String> {
         if gid == [0; 16] {
             return Err("the zero GID cannot be added".into());
         }
         if let Some(i) = self.index_of(&gid) {
+            if i > 0 {
+                self.types[i as usize] = ty;
+            }
             return Ok(i);
         }
         match self.entries.iter().skip(1).position(Option::is_none) {
             Some(free) => {
                 self.entries[free + 1] = Some(gid);
+                self.types[free + 1] = ty;
                 Ok(free as u32 + 1)
             }
             None => Err(format!("GID table full ({GID_TABLE_LEN} entries)")),
@@ -47,11 +78,17 @@ impl GidTable {
 
     /// Removes `gid` (never the default GID at index 0); absent is a no-op.
     pub fn remove(&mut self, gid: &Gid) {
-        for e in self.entries.iter_mut().skip(1) {
+        for (e, t) in self.entries.iter_mut().zip(self.types.iter_mut()).skip(1) {
             if e.as_ref() == Some(gid) {
                 *e = None;
+                *t = GidType::RoceV1;
             }
         }
+    }
+
+    /// The type of `gid`, if this device owns it.
+    pub fn gid_type(&self, gid: &Gid) -> Option<GidType> {
+        self.index_of(gid).map(|i| self.types[i as usize])
     }
 
     /// The entry at `index`: `None` past the end of the table, the zero GID
@@ -99,6 +136,29 @@ mod tests {
         assert!(t.contains(&DEFAULT_GID));
         assert_eq!(t.query(GID_TABLE_LEN), None);
         assert!(t.add([0; 16]).is_err());
+    }
+
+    #[test]
+    fn types_follow_their_entries() {
+        let mut t = GidTable::default();
+        let (a, b) = ([1u8; 16], [2u8; 16]);
+        assert_eq!(t.gid_type(&DEFAULT_GID), Some(GidType::RoceV1));
+        assert_eq!(t.add_typed(a, GidType::RoceV2), Ok(1));
+        assert_eq!(t.add(b), Ok(2));
+        assert_eq!(t.gid_type(&a), Some(GidType::RoceV2));
+        assert_eq!(t.gid_type(&b), Some(GidType::RoceV1));
+        // Bound again with another type: the same entry, the new type.
+        assert_eq!(t.add_typed(b, GidType::RoceV2), Ok(2));
+        assert_eq!(t.gid_type(&b), Some(GidType::RoceV2));
+        // A freed entry forgets its type.
+        t.remove(&a);
+        assert_eq!(t.gid_type(&a), None);
+        assert_eq!(t.add([3u8; 16]), Ok(1));
+        assert_eq!(t.gid_type(&[3u8; 16]), Some(GidType::RoceV1));
+        // The default GID stays RoCE v1.
+        assert_eq!(t.add_typed(DEFAULT_GID, GidType::RoceV2), Ok(0));
+        assert_eq!(t.gid_type(&DEFAULT_GID), Some(GidType::RoceV1));
+        assert_eq!(t.gid_type(&[9u8; 16]), None);
     }
 
     #[test]

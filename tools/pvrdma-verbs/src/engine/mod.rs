@@ -20,6 +20,7 @@ pub mod cq;
 pub mod datapath;
 pub mod fast_reg;
 pub mod gid;
+pub mod grh;
 pub mod limits;
 pub mod memory;
 pub mod pd_mr;
