@@ -273,6 +273,20 @@ pub fn judge_guest(
     kmemleak_built: bool,
 ) -> Judged {
     let report = guest_report::read(dir);
+    judge_report(dir, report, driver, qemu_end, mux_failure, kmemleak_built)
+}
+
+/// Judges `report`, read from `dir` (whose console and QEMU log it is judged with): as
+/// [`judge_guest`], for a report the caller had to complete (a shared guest's test that
+/// finished before the guest ended in a later one: shared.rs).
+pub fn judge_report(
+    dir: &Path,
+    report: GuestReport,
+    driver: Driver,
+    qemu_end: QemuEnd,
+    mux_failure: Option<String>,
+    kmemleak_built: bool,
+) -> Judged {
     let console = guest_report::read_text(&dir.join("console.log")).unwrap_or_default();
     let qemu_log = guest_report::read_text(&dir.join("qemu.log")).unwrap_or_default();
     let evidence = Evidence {

@@ -8,12 +8,17 @@
 //! and the objects of kmemleak's one report allocated from its `jiffies-from`
 //! to the next test's. The guest's init stops starting tests once one
 //! disturbed the kernel (a taint, lockdep off, a teardown that failed); the
-//! tests it did not start, and those whose report the guest never finished,
-//! are handed back to run in guests of their own.
+//! tests it did not start are handed back to run in guests of their own.
+//!
+//! A guest that crashed or ran out of time has the test it ended in judged
+//! with the guest's end as its evidence, and every test before it judged from
+//! what it wrote (its status, its `dmesg.txt`, its part of the console): a
+//! failure once written is never replaced by a rerun, which may pass. Only the
+//! tests that did not write their status run again.
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::catalog::GuestTest;
 use crate::cli::Driver;
@@ -144,16 +149,56 @@ pub fn run(
             return lab_failure(e);
         }
     }
-    let first = &dirs[0];
     let dir_refs: Vec<&Path> = dirs.iter().map(PathBuf::as_path).collect();
     let (qemu_end, mux_failure) =
         match session::run_guest(layout, model, driver, module, tests, &dir_refs) {
             Ok(end) => end,
             Err(e) => return lab_failure(e),
         };
-    let wall = started.elapsed();
+    let guest = GuestEnd {
+        qemu: qemu_end,
+        mux_failure,
+        wall: started.elapsed(),
+    };
+    let names: Vec<&str> = tests.iter().map(|t| t.name.as_str()).collect();
+    Ok(judge_slots(
+        driver,
+        layout.kernel_has_kmemleak,
+        &names,
+        dirs,
+        &guest,
+    ))
+}
 
+/// How a shared guest ended: what its tests are judged with.
+struct GuestEnd {
+    /// How its QEMU ended.
+    qemu: QemuEnd,
+    /// Set when the mux exited while QEMU still ran.
+    mux_failure: Option<String>,
+    /// The guest's wall-clock time.
+    wall: Duration,
+}
+
+/// The end of a guest that reported every test it started and powered off.
+fn normal_end() -> QemuEnd {
+    QemuEnd::Exited {
+        status: "exited normally".into(),
+        success: true,
+    }
+}
+
+/// What became of each of the tests `names` of a guest that ended as `guest` says, test i
+/// having reported into `dirs[i]` (the first holding the guest's console and QEMU's log).
+fn judge_slots(
+    driver: Driver,
+    kmemleak_built: bool,
+    names: &[&str],
+    dirs: &[PathBuf],
+    guest: &GuestEnd,
+) -> Vec<SlotEnd> {
     // The guest's console and QEMU's log, then each test's part of them.
+    let first = &dirs[0];
     let console = guest_report::read_text(&first.join("console.log")).unwrap_or_default();
     let _ = fs::write(first.join("console-guest.log"), &console);
     let qemu_log = guest_report::read_text(&first.join("qemu.log")).unwrap_or_default();
@@ -168,7 +213,7 @@ pub fn run(
     let reported = dirs[..started_tests]
         .iter()
         .all(|d| d.join("done").exists());
-    let ended_normally = matches!(qemu_end, QemuEnd::Exited { success: true, .. });
+    let ended_normally = matches!(guest.qemu, QemuEnd::Exited { success: true, .. });
     if started_tests > 0 && reported {
         share_kmemleak(&dirs[..started_tests]);
     }
@@ -179,65 +224,122 @@ pub fn run(
     } else {
         Some(started_tests.saturating_sub(1))
     };
-    let names: Vec<&str> = tests.iter().map(|t| t.name.as_str()).collect();
     let mut ends = Vec::new();
     for (i, dir) in dirs.iter().enumerate() {
-        let judge_here = match culprit {
-            None => i < started_tests,
-            Some(c) => i == c,
+        let judged = match culprit {
+            Some(c) if i == c => Some(session::judge_guest(
+                dir,
+                driver,
+                guest.qemu.clone(),
+                guest.mux_failure.clone(),
+                kmemleak_built,
+            )),
+            // A failure it wrote is its verdict: a rerun that passed would hide it.
+            Some(c) if i < c => judge_finished(dir, driver, guest, kmemleak_built, names[c]),
+            None if i < started_tests => Some(session::judge_guest(
+                dir,
+                driver,
+                normal_end(),
+                guest.mux_failure.clone(),
+                kmemleak_built,
+            )),
+            _ => None,
         };
-        if !judge_here {
-            ends.push(SlotEnd::Again(if i >= started_tests && culprit.is_none() {
-                format!(
-                    "not started in the guest shared with {} (the test before it disturbed \
-                     the kernel or the guest ran out of time; see its init.log)",
-                    names.join(", ")
-                )
-            } else {
-                format!(
-                    "the guest it shared with {} ended in {} before reporting",
-                    names.join(", "),
-                    names[culprit.unwrap_or(0)]
-                )
-            }));
+        let Some(judged) = judged else {
+            ends.push(SlotEnd::Again(again_why(names, i, started_tests, culprit)));
             continue;
-        }
-        let end = if culprit.is_some() {
-            qemu_end.clone()
-        } else {
-            QemuEnd::Exited {
-                status: "exited normally".into(),
-                success: true,
-            }
         };
-        let judged = session::judge_guest(
-            dir,
-            driver,
-            end,
-            mux_failure.clone(),
-            layout.kernel_has_kmemleak,
-        );
         let mut notes = judged.report.notes.clone();
         notes.insert(
             0,
             format!(
                 "guest shared by {} tests ({}), test {} of them; the guest's wall {:.1} s",
-                tests.len(),
+                names.len(),
                 names.join(", "),
                 i + 1,
-                wall.as_secs_f64()
+                guest.wall.as_secs_f64()
             ),
         );
         ends.push(SlotEnd::Judged(Box::new(Outcome {
             verdict: judged.verdict,
             boot_secs: judged.report.boot_secs,
             test_secs: judged.report.test_secs,
-            wall: slot_wall(dir).unwrap_or(wall),
+            wall: slot_wall(dir).unwrap_or(guest.wall),
             notes,
             reference_bugs: judged.reference_bugs,
         })));
     }
-    Ok(ends)
+    ends
+}
+
+/// Judges test `dir`, which ran before the test `culprit` its guest ended in, from what it
+/// wrote, if it wrote its status; none if it did not (it runs again).
+fn judge_finished(
+    dir: &Path,
+    driver: Driver,
+    guest: &GuestEnd,
+    kmemleak_built: bool,
+    culprit: &str,
+) -> Option<session::Judged> {
+    let mut report = guest_report::read(dir);
+    report.status?;
+    // init collects a test's report (its `dmesg.txt`, taint, ...) before the next test starts,
+    // `end-uptime` last; `done` it writes for every test at the guest's end, after kmemleak's
+    // scans, which this guest never reached. A report not collected is judged with the
+    // guest's end, as the test the guest ended in is.
+    let collected = dir.join("end-uptime").exists();
+    report.done |= collected;
+    let qemu = if collected {
+        normal_end()
+    } else {
+        guest.qemu.clone()
+    };
+    let unscanned = kmemleak_built && report.kmemleak_state.is_none();
+    let mut judged = session::judge_report(
+        dir,
+        report,
+        driver,
+        qemu,
+        guest.mux_failure.clone(),
+        kmemleak_built,
+    );
+    if unscanned {
+        judged.report.notes.insert(
+            0,
+            format!(
+                "judged from what it wrote: the guest ended in {culprit} before kmemleak's \
+                 scans, so its leaks were not looked for"
+            ),
+        );
+    }
+    Some(judged)
+}
+
+/// Why test i of the guest of `names` runs again in a guest of its own, the guest having
+/// started `started` of them and ended in `culprit` (none if it ended well).
+fn again_why(names: &[&str], i: usize, started: usize, culprit: Option<usize>) -> String {
+    let shared = names.join(", ");
+    match culprit {
+        None => format!(
+            "not started in the guest shared with {shared} (the test before it disturbed the \
+             kernel or the guest ran out of time; see its init.log)"
+        ),
+        Some(c) if i < c => format!(
+            "the guest it shared with {shared} ended in {} before it wrote its status",
+            names[c]
+        ),
+        Some(c) => {
+            let before = if i < started {
+                "reporting"
+            } else {
+                "it started"
+            };
+            format!(
+                "the guest it shared with {shared} ended in {} before {before}",
+                names[c]
+            )
+        }
+    }
 }
 
 /// A shared guest's test's own time: from the guest's uptime at its start
@@ -258,6 +360,7 @@ fn slot_wall(dir: &Path) -> Option<std::time::Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::verdict::Verdict;
 
     #[test]
     fn each_test_gets_its_part_of_the_console() {
@@ -295,6 +398,158 @@ mod tests {
         assert_eq!(
             object_jiffies("comm \"x\", pid 1, jiffies 4294937296\n"),
             Some(4294937296)
+        );
+    }
+
+    /// The results directories of a guest of `names` in a fresh temporary directory.
+    fn slot_dirs(tag: &str, names: &[&str]) -> (PathBuf, Vec<PathBuf>) {
+        let base =
+            std::env::temp_dir().join(format!("pvrdma-lab-shared-{tag}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&base);
+        let dirs: Vec<PathBuf> = names.iter().map(|n| base.join(n)).collect();
+        for dir in &dirs {
+            fs::create_dir_all(dir).unwrap();
+        }
+        (base, dirs)
+    }
+
+    /// Writes `files` (name, content) into `dir`.
+    fn write(dir: &Path, files: &[(&str, &str)]) {
+        for (name, content) in files {
+            fs::write(dir.join(name), content).unwrap();
+        }
+    }
+
+    /// What init writes for a test that ran to the end of its collection, having exited with
+    /// `status`, before the guest's last step (kmemleak's scans and `done`).
+    fn finished(dir: &Path, status: &str, log: &str, dmesg: &str) {
+        write(
+            dir,
+            &[
+                ("stage", "collect\n"),
+                ("setup", "ok\n"),
+                ("status", status),
+                ("test.log", log),
+                ("teardown", "ok\n"),
+                ("dmesg.txt", dmesg),
+                ("tainted", "4096\n"),
+                ("slot-uptime", "10.0\n"),
+                ("end-uptime", "20.0\n"),
+            ],
+        );
+    }
+
+    /// A guest killed at its time limit.
+    fn hung_guest() -> GuestEnd {
+        GuestEnd {
+            qemu: QemuEnd::TimedOut {
+                limit_secs: 900,
+                postmortem: "QEMU's vCPU thread in cpu_exec".into(),
+            },
+            mux_failure: None,
+            wall: Duration::from_secs(900),
+        }
+    }
+
+    /// The verdict and notes of a judged slot.
+    fn judged(end: &SlotEnd) -> (&Verdict, &[String]) {
+        match end {
+            SlotEnd::Judged(outcome) => (&outcome.verdict, &outcome.notes),
+            SlotEnd::Again(why) => panic!("run again: {why}"),
+        }
+    }
+
+    const CONSOLE: &str = "boot\nlab-init: slot 1: a begins\nlab-init: slot 2: b begins\n\
+                           lab-init: slot 3: c begins\n";
+
+    /// Issue 41 §1.1: a test that wrote a failing status before a later test of its guest hung
+    /// it is reported as failed, not run again (an intermittent failure would then pass); a
+    /// test that passed before it is judged from what it wrote, its leak check said to be
+    /// missing; the test the guest ended in is judged with its end; only the test the guest
+    /// never started runs again.
+    #[test]
+    fn a_failure_written_before_the_guest_crashed_is_reported() {
+        let (base, dirs) = slot_dirs("crash", &["a", "b", "c", "d"]);
+        write(&dirs[0], &[("console.log", CONSOLE)]);
+        finished(&dirs[0], "1\n", "FAIL: a's check\n", "[ 1.0] fine\n");
+        finished(&dirs[1], "0\n", "", "[ 2.0] fine\n");
+        write(&dirs[2], &[("stage", "test c\n"), ("setup", "ok\n")]);
+        let ends = judge_slots(
+            Driver::Rust,
+            true,
+            &["a", "b", "c", "d"],
+            &dirs,
+            &hung_guest(),
+        );
+        fs::remove_dir_all(&base).unwrap();
+        let Verdict::Fail { cause, .. } = judged(&ends[0]).0 else {
+            panic!("a passed");
+        };
+        assert_eq!(cause, "a's check");
+        let (verdict, notes) = judged(&ends[1]);
+        assert_eq!(*verdict, Verdict::Pass);
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.starts_with("judged from what it wrote: the guest ended in c")),
+            "{notes:?}"
+        );
+        let Verdict::Fail { cause, .. } = judged(&ends[2]).0 else {
+            panic!("c passed");
+        };
+        assert!(
+            cause.starts_with("guest did not report within 900 s"),
+            "{cause}"
+        );
+        let SlotEnd::Again(why) = &ends[3] else {
+            panic!("d judged");
+        };
+        assert!(why.ends_with("ended in c before it started"), "{why}");
+    }
+
+    /// A test that passed before its guest crashed is judged from its own `dmesg.txt` too, and
+    /// one whose collection the guest never finished from the guest's end; one that wrote no
+    /// status runs again.
+    #[test]
+    fn a_test_before_the_crash_is_judged_from_its_own_report() {
+        let (base, dirs) = slot_dirs("dmesg", &["a", "b", "c"]);
+        write(&dirs[0], &[("console.log", CONSOLE)]);
+        finished(
+            &dirs[0],
+            "0\n",
+            "",
+            "[ 1.0] WARNING: CPU: 0 PID: 1 at x.c:1 f\n[ 1.1] Call Trace:\n",
+        );
+        write(
+            &dirs[1],
+            &[("stage", "collect\n"), ("setup", "ok\n"), ("status", "0\n")],
+        );
+        write(&dirs[2], &[("stage", "test c\n")]);
+        let ends = judge_slots(Driver::Rust, true, &["a", "b", "c"], &dirs, &hung_guest());
+        let Verdict::Fail {
+            cause,
+            kernel_problem,
+        } = judged(&ends[0]).0
+        else {
+            panic!("a passed");
+        };
+        assert!(kernel_problem, "{cause}");
+        let Verdict::Fail { cause, .. } = judged(&ends[1]).0 else {
+            panic!("b passed");
+        };
+        assert!(
+            cause.starts_with("guest did not report within 900 s"),
+            "{cause}"
+        );
+        fs::remove_file(dirs[1].join("status")).unwrap();
+        let ends = judge_slots(Driver::Rust, true, &["a", "b", "c"], &dirs, &hung_guest());
+        fs::remove_dir_all(&base).unwrap();
+        let SlotEnd::Again(why) = &ends[1] else {
+            panic!("b judged");
+        };
+        assert!(
+            why.ends_with("ended in c before it wrote its status"),
+            "{why}"
         );
     }
 }
