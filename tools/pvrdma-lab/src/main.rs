@@ -22,6 +22,7 @@ mod run_error;
 mod session;
 mod shared;
 mod signals;
+mod skip_set;
 mod tap;
 mod verdict;
 
@@ -42,10 +43,6 @@ const EXIT_FAILED: u8 = 1;
 const EXIT_USAGE: u8 = 2;
 /// Exit status when interrupted (128 + SIGINT).
 const EXIT_INTERRUPTED: u8 = 130;
-/// Why the C driver's pair with itself is skipped unless `--reference-pairs`.
-const REFERENCE_PAIR_SKIP: &str = "the reference C driver with itself on both guests, run on \
-     demand (--reference-pairs, make check REFERENCE_PAIRS=1): the C driver's server and client \
-     each run against the Rust driver's in the mixed pairs";
 /// Tests one guest runs unless `--tests-per-guest` says otherwise: a guest's
 /// boot, setup and kmemleak wait (about 20 s under TCG) paid once for four.
 const DEFAULT_TESTS_PER_GUEST: usize = 4;
@@ -198,9 +195,10 @@ fn qemu_version(layout: &Layout, model: DeviceModel) -> Result<String, String> {
         .to_string())
 }
 
-/// The driver's module, or the result of each of its tests when it has none:
-/// the Rust driver's tests are skipped until it is built; the C driver comes
-/// with the test kernel, so its absence fails them.
+/// The driver's module, or the result of each of its tests when it has none: a
+/// failure, for either driver. A selected driver whose module is not where the
+/// run looks (not built, or built elsewhere) has not been tested, and a skip
+/// would let the run pass without it (`--drivers c` leaves the Rust driver out).
 fn driver_module(layout: &Layout, driver: Driver) -> Result<&Path, TapResult> {
     let module = match driver {
         Driver::C => &layout.c_module,
@@ -209,16 +207,49 @@ fn driver_module(layout: &Layout, driver: Driver) -> Result<&Path, TapResult> {
     if module.is_file() {
         return Ok(module);
     }
-    Err(match driver {
-        Driver::C => TapResult::Fail(format!(
+    Err(TapResult::Fail(match driver {
+        Driver::C => format!(
             "the test kernel has no vmw_pvrdma module ({} missing)",
             module.display()
-        )),
-        Driver::Rust => TapResult::Skip(format!(
-            "the Rust driver module is not built yet ({} missing)",
+        ),
+        Driver::Rust => format!(
+            "the Rust driver's module is missing ({}): build it (make), pass --rust-module, \
+             or leave the driver out (--drivers c, make check DRIVERS=c)",
             module.display()
-        )),
-    })
+        ),
+    }))
+}
+
+/// What becomes of the entry of `test` with `driver` (and `client`'s driver
+/// for a two-guest test) on `model`: a run, or its result without one. Its
+/// skips are those of the NOT_APPLICABLE table and the selection, and a plan
+/// that strays from them fails the entry (skip_set.rs).
+fn plan_work<'a>(
+    layout: &'a Layout,
+    selection: &skip_set::Selection,
+    model: DeviceModel,
+    driver: Driver,
+    client: Option<Driver>,
+    test: &'a GuestTest,
+) -> Result<Run<'a>, TapResult> {
+    let skip = skip_set::expected(selection, model, driver, client, &test.name);
+    let client_module = client.map(|c| driver_module(layout, c)).transpose();
+    let planned = match (driver_module(layout, driver), client_module, &skip) {
+        (Err(result), _, _) | (_, Err(result), _) => Err(result),
+        (_, _, Some(why)) => Err(TapResult::Skip(why.clone())),
+        (Ok(module), Ok(client_module), None) => Ok(Run {
+            layout,
+            model,
+            driver,
+            module,
+            client: client.zip(client_module),
+            test,
+        }),
+    };
+    match skip_set::check(planned.as_ref().err(), skip.as_deref()) {
+        Some(failure) => Err(failure),
+        None => planned,
+    }
 }
 
 fn seconds(value: Option<f64>) -> String {
@@ -509,10 +540,14 @@ fn run(options: &RunOptions) -> ExitCode {
     }
     tap.comment(&format!("results: {}", layout.results.display()));
 
+    let selection = skip_set::Selection {
+        drivers: &drivers,
+        run_not_applicable: options.run_not_applicable,
+        reference_pairs: options.reference_pairs,
+    };
     let mut entries = Vec::new();
     for &model in &models {
         for &driver in &drivers {
-            let module = driver_module(&layout, driver);
             for test in &tests {
                 // A two-guest test runs with every driver as the client's.
                 let clients: Vec<Option<Driver>> = if test.guests == 2 {
@@ -522,31 +557,7 @@ fn run(options: &RunOptions) -> ExitCode {
                 };
                 for client in clients {
                     let name = entry_name(model, driver, client, &test.name);
-                    let client_module = client.map(|c| (c, driver_module(&layout, c)));
-                    let not_applicable = known::not_applicable(model, &test.name);
-                    let work = match (&module, client_module, not_applicable) {
-                        (Err(result), _, _) => Err(result.clone()),
-                        (_, Some((_, Err(result))), _) => Err(result),
-                        (Ok(_), _, Some(entry)) if !options.run_not_applicable => {
-                            Err(known::skip_result(entry))
-                        }
-                        // (with the Rust driver in the run: its mixed pairs have them)
-                        (Ok(_), Some((Driver::C, _)), _)
-                            if driver == Driver::C
-                                && drivers.contains(&Driver::Rust)
-                                && !options.reference_pairs =>
-                        {
-                            Err(TapResult::Skip(REFERENCE_PAIR_SKIP.into()))
-                        }
-                        (Ok(module), client, _) => Ok(Run {
-                            layout: &layout,
-                            model,
-                            driver,
-                            module,
-                            client: client.and_then(|(c, m)| m.ok().map(|m| (c, m))),
-                            test,
-                        }),
-                    };
+                    let work = plan_work(&layout, &selection, model, driver, client, test);
                     entries.push(Entry { name, work });
                 }
             }
@@ -561,7 +572,7 @@ fn run(options: &RunOptions) -> ExitCode {
         "guests at once: {workers}; tests per guest: up to {per_guest}"
     ));
 
-    // Results known without a guest come first; a missing C module is a failure
+    // Results known without a guest come first; a missing module is a failure
     // that stops the run unless --keep-going.
     let mut stopped = false;
     for entry in &entries {
@@ -681,6 +692,70 @@ mod tests {
             mad_burst_of: None,
             own_guest: own_guest.then(|| "why".into()),
         }
+    }
+
+    /// Issue 41 §1.3: a Rust driver module not found (not built, or built where the run does
+    /// not look) fails the Rust driver's entries, those of its pairs and of the tests its
+    /// model cannot run too; it skipped them before, and the run passed without the driver.
+    #[test]
+    fn a_missing_rust_module_fails_its_entries() {
+        // A kernel with the C driver's module, whatever this machine has built.
+        let kernel = std::env::temp_dir().join(format!("pvrdma-lab-kernel-{}", std::process::id()));
+        let c_module = kernel.join("drivers/infiniband/hw/vmw_pvrdma/vmw_pvrdma.ko");
+        std::fs::create_dir_all(c_module.parent().unwrap()).unwrap();
+        std::fs::write(&c_module, "").unwrap();
+        let layout = Layout::resolve(&RunOptions {
+            kernel: Some(kernel.clone()),
+            rust_module: Some("/nonexistent/pvrdma.ko".into()),
+            ..RunOptions::default()
+        });
+        let selection = skip_set::Selection {
+            drivers: &[Driver::C, Driver::Rust],
+            run_not_applicable: false,
+            reference_pairs: false,
+        };
+        let t = test("ibv_devinfo", 60, false);
+        let entries = [
+            (DeviceModel::Patched, Driver::Rust, None, "ibv_devinfo"),
+            (DeviceModel::Stock, Driver::Rust, None, "rping"),
+            (
+                DeviceModel::Patched,
+                Driver::C,
+                Some(Driver::Rust),
+                "two_guests",
+            ),
+        ];
+        for (model, driver, client, name) in entries {
+            let t = GuestTest {
+                name: name.into(),
+                ..t.clone()
+            };
+            let Err(result) = plan_work(&layout, &selection, model, driver, client, &t) else {
+                panic!("{name} planned to run");
+            };
+            assert!(result.fails(), "{name}: {result:?}");
+            let TapResult::Fail(cause) = result else {
+                panic!("{name}: not a failure");
+            };
+            assert!(
+                cause.starts_with("the Rust driver's module is missing (/nonexistent/pvrdma.ko)"),
+                "{name}: {cause}"
+            );
+        }
+        let t = GuestTest {
+            name: "ibv_devinfo".into(),
+            ..t
+        };
+        let c = plan_work(
+            &layout,
+            &selection,
+            DeviceModel::Patched,
+            Driver::C,
+            None,
+            &t,
+        );
+        std::fs::remove_dir_all(&kernel).unwrap();
+        assert!(c.is_ok(), "the C driver's entry does not run");
     }
 
     #[test]
