@@ -1,8 +1,9 @@
 //! Finding kernel trouble in a guest's dmesg and console log: oops, BUG, WARN,
 //! KASAN/UBSAN reports, lockdep reports, hung tasks and RCU stalls, kmemleak
-//! reports, panics, and any "Call Trace"; on the debug kernel also KFENCE and slub_debug
-//! reports, and the debugging facilities (kmemleak, object debugging, DMA-API debugging)
-//! switching themselves off. Any one of them fails a test.
+//! reports, panics, spurious interrupts, page allocation failures, hard lockups, and any
+//! "Call Trace"; on the debug kernel also KFENCE and slub_debug reports, and the debugging
+//! facilities (kmemleak, object debugging, DMA-API debugging) switching themselves off. Any
+//! one of them fails a test.
 
 /// The kind of every problem kmemleak reports (its messages, and the verdict's count of
 /// the objects in its report).
@@ -48,7 +49,44 @@ const REPORT_ANYWHERE: &[(&str, &str)] = &[
     ),
     ("list_add corruption", "list corruption"),
     ("list_del corruption", "list corruption"),
+    // kernel/irq/spurious.c: "irq 11: nobody cared (try booting with the "irqpoll" option)",
+    // then its call trace and handlers.
+    ("nobody cared", "spurious interrupt"),
+    // mm/page_alloc.c warn_alloc(), after the task's name: "insmod: page allocation failure:
+    // order:10, mode:...".
+    ("page allocation failure", "page allocation failure"),
+    // kernel/watchdog.c: "watchdog: CPU1: Watchdog detected hard LOCKUP on cpu 0" (before
+    // 6.5 without "CPU1: "); its panic ("Kernel panic - not syncing: Hard LOCKUP") is a panic.
+    ("hard LOCKUP", "hard lockup"),
 ];
+
+/// A log the kernel's messages are read from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Log {
+    /// The guest's dmesg, saved at the end of its run (`dmesg.txt`).
+    Dmesg,
+    /// The guest's serial console (`console.log`).
+    Console,
+}
+
+impl Log {
+    /// Its file's name in a test's results.
+    pub fn file(self) -> &'static str {
+        match self {
+            Log::Dmesg => "dmesg.txt",
+            Log::Console => "console.log",
+        }
+    }
+}
+
+/// Where a message stands: its log, and its line there (0-based, as [`str::lines`] counts).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Place {
+    /// The log.
+    pub log: Log,
+    /// The line.
+    pub line: usize,
+}
 
 /// One message that reports trouble.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -57,6 +95,22 @@ pub struct Problem {
     pub kind: &'static str,
     /// The message, without its timestamp.
     pub message: String,
+    /// Every place the message stands, in the order found: a known report explains the
+    /// message only where it stands inside that report (the same text elsewhere is another
+    /// report's). Empty for problems not read from a log (a taint, kmemleak's report).
+    pub places: Vec<Place>,
+}
+
+/// Adds `problem` to `problems`, where a problem of the same kind and message takes its
+/// places instead: the message is listed once, and every place it stands is kept.
+pub fn add(problems: &mut Vec<Problem>, problem: Problem) {
+    match problems
+        .iter_mut()
+        .find(|p| p.kind == problem.kind && p.message == problem.message)
+    {
+        Some(known) => known.places.extend(problem.places),
+        None => problems.push(problem),
+    }
 }
 
 /// The message of a log line: the text after a printk timestamp (`[   1.23] `),
@@ -86,10 +140,11 @@ fn contains_word(message: &str, text: &str) -> bool {
     })
 }
 
-/// Every message of `log` that reports trouble, in order, each at most once.
-pub fn scan(log: &str) -> Vec<Problem> {
+/// Every message of `text`, the log `log`, that reports trouble, in order, each at most once
+/// with every place it stands.
+pub fn scan(log: Log, text: &str) -> Vec<Problem> {
     let mut problems: Vec<Problem> = Vec::new();
-    for line in log.lines() {
+    for (at, line) in text.lines().enumerate() {
         let Some(message) = kernel_message(line) else {
             continue;
         };
@@ -107,10 +162,9 @@ pub fn scan(log: &str) -> Vec<Problem> {
             let problem = Problem {
                 kind,
                 message: message_start.to_string(),
+                places: vec![Place { log, line: at }],
             };
-            if !problems.contains(&problem) {
-                problems.push(problem);
-            }
+            add(&mut problems, problem);
         }
     }
     problems
@@ -143,7 +197,7 @@ lab-test: WARNING: CPU: 0 not a kernel message
 [    4.000001] WARNING: possible circular locking dependency detected
 [    5.000000] kmemleak: 2 new suspected memory leaks (see /sys/kernel/debug/kmemleak)
 ";
-        let kinds: Vec<&str> = scan(log).iter().map(|p| p.kind).collect();
+        let kinds: Vec<&str> = scan(Log::Dmesg, log).iter().map(|p| p.kind).collect();
         assert_eq!(
             kinds,
             [
@@ -166,7 +220,7 @@ lab-test: WARNING: CPU: 0 not a kernel message
 [    3.000000] ODEBUG: Out of memory. ODEBUG disabled
 [    4.000000] DMA-API: debugging out of memory - disabling
 ";
-        let kinds: Vec<&str> = scan(log).iter().map(|p| p.kind).collect();
+        let kinds: Vec<&str> = scan(Log::Dmesg, log).iter().map(|p| p.kind).collect();
         assert_eq!(
             kinds,
             [
@@ -174,6 +228,75 @@ lab-test: WARNING: CPU: 0 not a kernel message
                 "BUG",
                 "object debugging disabled",
                 "DMA-API debugging disabled"
+            ]
+        );
+    }
+
+    /// Reports that start with no `BUG:` or `WARNING:`, each line as the kernel prints it:
+    /// kernel/irq/spurious.c __report_bad_irq, mm/page_alloc.c warn_alloc (after the task's
+    /// name), kernel/watchdog.c watchdog_hardlockup_check (after "watchdog: ", and on kernels
+    /// before 6.5 without the CPU).
+    #[test]
+    fn finds_spurious_interrupts_allocation_failures_and_hard_lockups() {
+        let log = "\
+[    1.000000] irq 11: nobody cared (try booting with the \"irqpoll\" option)
+[    1.000001] handlers:
+[    1.000002] [<00000000b7a5c0e4>] pvrdma_intr0_handler [vmw_pvrdma]
+[    1.000003] Disabling IRQ #11
+[    2.000000] insmod: page allocation failure: order:10, mode:0x40dc0(GFP_KERNEL|__GFP_COMP|__GFP_ZERO), nodemask=(null),cpuset=/,mems_allowed=0
+[    3.000000] watchdog: CPU1: Watchdog detected hard LOCKUP on cpu 0
+[    4.000000] NMI watchdog: Watchdog detected hard LOCKUP on cpu 1
+";
+        let kinds: Vec<&str> = scan(Log::Dmesg, log).iter().map(|p| p.kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                "spurious interrupt",
+                "page allocation failure",
+                "hard lockup",
+                "hard lockup"
+            ]
+        );
+    }
+
+    /// A message repeated (two reports' `Call Trace:` lines) is one problem that keeps where
+    /// each stands, lines not kernel messages counted too.
+    #[test]
+    fn a_repeated_message_is_one_problem_with_each_place() {
+        let log = "\
+[    2.500000] WARNING: CPU: 1 PID: 77 at drivers/x.c:10 f+0x1/0x2
+[    2.500001] Call Trace:
+lab-init: stage: test x
+[    3.500000] WARNING: CPU: 1 PID: 77 at drivers/y.c:10 g+0x1/0x2
+[    3.500001] Call Trace:
+";
+        let problems = scan(Log::Console, log);
+        assert_eq!(problems.len(), 3, "{problems:?}");
+        let at = |line| Place {
+            log: Log::Console,
+            line,
+        };
+        assert_eq!(problems[1].message, "Call Trace:");
+        assert_eq!(problems[1].places, [at(1), at(4)]);
+        assert_eq!(problems[2].places, [at(3)]);
+        let mut merged = scan(Log::Dmesg, log);
+        for problem in problems {
+            add(&mut merged, problem);
+        }
+        assert_eq!(merged.len(), 3);
+        assert_eq!(
+            merged[1].places,
+            [
+                Place {
+                    log: Log::Dmesg,
+                    line: 1
+                },
+                Place {
+                    log: Log::Dmesg,
+                    line: 4
+                },
+                at(1),
+                at(4)
             ]
         );
     }
@@ -189,7 +312,7 @@ lab-test: WARNING: CPU: 0 not a kernel message
 [    0.300000] kasan: KernelAddressSanitizer initialized (generic)
 [    5.000000] kobject: 'pvrdma' (000000001234abcd): kobject_release, parent 0000000000000000 (delayed 750)
 ";
-        assert_eq!(scan(log), []);
+        assert_eq!(scan(Log::Dmesg, log), []);
     }
 
     #[test]
@@ -200,7 +323,7 @@ lab-test: WARNING: CPU: 0 not a kernel message
 [    0.120000] RETBleed: WARNING: Spectre v2 mitigation leaves CPU vulnerable to RETBleed attacks, data leaks possible!
 [    1.000000] vmw_pvrdma 0000:00:04.1: device version 17, driver version 20
 ";
-        assert_eq!(scan(log), []);
+        assert_eq!(scan(Log::Dmesg, log), []);
     }
 
     #[test]

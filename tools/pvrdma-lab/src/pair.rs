@@ -161,7 +161,7 @@ pub fn run(
 /// kernel report and it did not run into the time limit instead.
 fn judge_killed(dir: &Path, end: &QemuEnd) -> Verdict {
     let console = guest_report::read_text(&dir.join("console.log")).unwrap_or_default();
-    if let Some(p) = kernel_log::scan(&console).first() {
+    if let Some(p) = kernel_log::scan(kernel_log::Log::Console, &console).first() {
         return Verdict::Fail {
             cause: format!("kernel {}: {} (before it was killed)", p.kind, p.message),
             kernel_problem: true,

@@ -10,14 +10,16 @@
 //! its call trace); a report is the bug's when it has one of the forms the bug
 //! is known to produce: every line of the form's message in the report's
 //! header, and the form's frames consecutive in its call trace. When every
-//! kernel problem of a run lies in such reports, the problems are set aside,
-//! the test is judged on the rest, and its TAP line says `# TODO` with the
-//! bugs' causes. A problem outside such a report (another report, a kmemleak
-//! finding, a taint but the W of a known WARN), or a C-driver bug's report with
-//! the Rust driver, is still a failure.
+//! kernel problem of a run lies in such reports (every line its message stands
+//! on is one of such a report's own lines), the problems are set aside, the
+//! test is judged on the rest, and its TAP line says `# TODO` with the bugs'
+//! causes. A problem outside such a report (on a line of another report, even
+//! with the same text as a line of the known one; a kmemleak finding; a taint
+//! but the W of a known WARN), or a C-driver bug's report with the Rust driver,
+//! is still a failure.
 
 use crate::cli::Driver;
-use crate::kernel_log::{kernel_message, Problem, KMEMLEAK_REPORT};
+use crate::kernel_log::{kernel_message, Log, Place, Problem, KMEMLEAK_REPORT};
 
 /// Whose bug a known report is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -219,8 +221,14 @@ pub const REFERENCE_BUGS: &[ReferenceBug] = &[
 ];
 
 /// One kernel report in a log: its header lines, then its call trace.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Report {
+    /// The log it is in.
+    log: Log,
+    /// The lines of the log it takes (as [`Place::line`] counts them), from its first to its
+    /// last: a known report explains the problems on these lines and no others. Another CPU's
+    /// messages printed into it are not among them.
+    lines: Vec<usize>,
     /// Whether it started with `cut here` (a WARN: its `WARNING:` line follows).
     cut: bool,
     header: Vec<String>,
@@ -260,8 +268,27 @@ fn delayed_release_timer(header: &[String]) -> Option<u64> {
 }
 
 impl Report {
-    fn lines(&self) -> impl Iterator<Item = &String> {
+    /// The report that starts with `message`, on line `line` of `log`.
+    fn new(log: Log, line: usize, message: &str) -> Report {
+        Report {
+            log,
+            lines: vec![line],
+            cut: message
+                .trim_start()
+                .starts_with("------------[ cut here ]------------"),
+            header: vec![message.to_string()],
+            trace: Vec::new(),
+            kobject: None,
+        }
+    }
+
+    fn messages(&self) -> impl Iterator<Item = &String> {
         self.header.iter().chain(&self.trace)
+    }
+
+    /// Whether the report takes the line at `place`.
+    fn takes(&self, place: &Place) -> bool {
+        self.log == place.log && self.lines.contains(&place.line)
     }
 
     /// Whether `message` belongs to the report (see [`reports`]).
@@ -286,7 +313,9 @@ impl Report {
                 && !self.header.iter().any(|l| l.starts_with("WARNING: ")))
     }
 
-    fn push(&mut self, message: &str) {
+    /// Adds `message`, on line `line` of the report's log.
+    fn push(&mut self, line: usize, message: &str) {
+        self.lines.push(line);
         if self.trace.is_empty() && !message.trim_start().starts_with("Call Trace:") {
             self.header.push(message.to_string());
         } else {
@@ -364,12 +393,12 @@ const HEADER_PREFIXES: &[&str] = &[
     "softirqs last ",
 ];
 
-/// The reports in `log`: each starts at a `cut here` line or a `BUG:`/`WARNING:`
-/// line outside a report, takes the header lines that follow (after `cut here`:
-/// the WARN's message line and its `WARNING:` line), then `Call Trace:` and
-/// every indented line after it, and ends at `---[ end trace` or at the first
-/// line that belongs to none of these.
-fn reports(log: &str) -> Vec<Report> {
+/// The reports in `text`, the log `log`: each starts at a `cut here` line or a
+/// `BUG:`/`WARNING:` line outside a report, takes the header lines that follow
+/// (after `cut here`: the WARN's message line and its `WARNING:` line), then
+/// `Call Trace:` and every indented line after it, and ends at `---[ end trace`
+/// or at the first line that belongs to none of these.
+fn reports(log: Log, text: &str) -> Vec<Report> {
     let mut reports = Vec::new();
     let mut current: Option<Report> = None;
     // The kobject releases the debug kernel delayed so far: (address, name).
@@ -384,7 +413,11 @@ fn reports(log: &str) -> Vec<Report> {
         });
         report
     };
-    for message in log.lines().filter_map(kernel_message) {
+    let messages = text
+        .lines()
+        .enumerate()
+        .filter_map(|(at, line)| Some((at, kernel_message(line)?)));
+    for (at, message) in messages {
         let trimmed = message.trim_start();
         if let Some((address, name)) = delayed_release(trimmed) {
             releases.push((address, name.to_string()));
@@ -408,23 +441,20 @@ fn reports(log: &str) -> Vec<Report> {
                 continue;
             }
             if trimmed.starts_with("---[ end trace") {
+                report.lines.push(at);
                 report.trace.push(message.to_string());
                 reports.extend(current.take().map(|r| finish(r, &releases)));
                 continue;
             }
             if report.continues_with(message) {
-                report.push(message);
+                report.push(at, message);
                 continue;
             }
             reports.extend(current.take().map(|r| finish(r, &releases)));
         }
-        let cut = trimmed.starts_with("------------[ cut here ]------------");
-        if cut || trimmed.starts_with("BUG:") || trimmed.starts_with("WARNING:") {
-            current = Some(Report {
-                cut,
-                header: vec![message.to_string()],
-                ..Report::default()
-            });
+        let starts = ["------------[ cut here ]------------", "BUG:", "WARNING:"];
+        if starts.iter().any(|start| trimmed.starts_with(start)) {
+            current = Some(Report::new(log, at, message));
         }
     }
     reports.extend(current.map(|r| finish(r, &releases)));
@@ -510,6 +540,9 @@ fn leaked_objects(kmemleak: &str) -> Vec<LeakedObject> {
     objects
 }
 
+/// A report of a known form in a log: the report, its bug and the form.
+type KnownReport<'a> = (&'a Report, &'static ReferenceBug, &'static ReportForm);
+
 /// The known bugs that explain `problems`: every one of them lies in a report of one of `logs`
 /// (the saved dmesg, the console) with the form of a known bug that `driver` may be excused
 /// (a C-driver bug for the C driver only, a kernel bug for either), or is kmemleak's finding of
@@ -521,16 +554,36 @@ fn leaked_objects(kmemleak: &str) -> Vec<LeakedObject> {
 pub fn excuse(
     driver: Driver,
     problems: &[Problem],
-    logs: &[&str],
+    logs: &[(Log, &str)],
     kmemleak: &str,
 ) -> Vec<&'static ReferenceBug> {
     if problems.is_empty() {
         return Vec::new();
     }
+    let reports: Vec<Report> = logs
+        .iter()
+        .flat_map(|(log, text)| reports(*log, text))
+        .collect();
+    let known = known_reports(driver, &reports);
+    let objects = leaked_objects(kmemleak);
+    let mut bugs: Vec<&'static ReferenceBug> = Vec::new();
+    for problem in problems {
+        let Some(found) = explain(problem, &known, &objects) else {
+            return Vec::new();
+        };
+        for bug in found {
+            if !bugs.iter().any(|b| core::ptr::eq(*b, bug)) {
+                bugs.push(bug);
+            }
+        }
+    }
+    bugs
+}
+
+/// Each of `reports` with a known form whose bug `driver` may be excused.
+fn known_reports(driver: Driver, reports: &[Report]) -> Vec<KnownReport<'_>> {
     let applies = |bug: &ReferenceBug| bug.owner == Owner::Kernel || driver == Driver::C;
-    let reports: Vec<Report> = logs.iter().flat_map(|log| reports(log)).collect();
-    // Each report with a known form, its bug and the form.
-    let known: Vec<(&Report, &'static ReferenceBug, &'static ReportForm)> = reports
+    reports
         .iter()
         .filter_map(|report| {
             REFERENCE_BUGS
@@ -541,51 +594,74 @@ pub fn excuse(
                     Some((report, bug, form))
                 })
         })
-        .collect();
-    // The known bug whose report leaves `object` behind.
-    let leaves = |object: &LeakedObject| {
-        known.iter().find(|(report, _, form)| {
-            !form.leaked_name.is_empty()
-                && report.kobject.is_some()
-                && report.kobject == object.text
-                && has_consecutive(&object.frames, form.leaked_name)
-        })
-    };
-    let objects = leaked_objects(kmemleak);
-    let mut bugs: Vec<&'static ReferenceBug> = Vec::new();
-    for problem in problems {
+        .collect()
+}
+
+/// The known bugs that explain `problem`, or None if it is not explained. A message read from
+/// a log is explained where it stands, not by its text: each of its places must be a line of
+/// a known report, since the same text (a `Call Trace:`, a `cut here`, the same `WARNING:`)
+/// elsewhere is another report's. A W taint is a known WARN's; kmemleak's finding is the
+/// known reports' whose leftovers its objects all are.
+fn explain(
+    problem: &Problem,
+    known: &[KnownReport],
+    objects: &[LeakedObject],
+) -> Option<Vec<&'static ReferenceBug>> {
+    let bug = |(_, bug, _): &KnownReport| *bug;
+    if crate::verdict::is_warning_taint(problem) {
         // A WARN taints the kernel (W): that taint is a known WARN's too.
-        let explained = if crate::verdict::is_warning_taint(problem) {
-            known.iter().find(|(report, _, _)| {
+        return known
+            .iter()
+            .find(|(report, _, _)| {
                 report
-                    .lines()
+                    .messages()
                     .any(|line| line.trim_start().starts_with("WARNING:"))
             })
-        } else if problem.kind == KMEMLEAK_REPORT {
-            // Every object must be a known report's leftover; the problem is the first's.
-            let leftovers: Option<Vec<_>> = objects.iter().map(leaves).collect();
-            leftovers.and_then(|found| found.first().copied())
-        } else {
-            known.iter().find(|(report, _, _)| {
-                report
-                    .lines()
-                    .any(|line| line.trim_start() == problem.message)
-            })
-        };
-        let Some((_, bug, _)) = explained else {
-            return Vec::new();
-        };
-        if !bugs.iter().any(|b| core::ptr::eq(*b, *bug)) {
-            bugs.push(bug);
-        }
+            .map(|found| vec![bug(found)]);
     }
-    bugs
+    if problem.kind == KMEMLEAK_REPORT {
+        // Every object must be a known report's leftover (and a finding without objects is
+        // no one's).
+        return objects
+            .iter()
+            .map(|object| leaving(object, known).map(bug))
+            .collect::<Option<Vec<_>>>()
+            .filter(|bugs| !bugs.is_empty());
+    }
+    if problem.places.is_empty() {
+        return None;
+    }
+    problem
+        .places
+        .iter()
+        .map(|place| {
+            known
+                .iter()
+                .find(|(report, _, _)| report.takes(place))
+                .map(bug)
+        })
+        .collect()
+}
+
+/// The known report whose form leaves `object` behind (a kobject's name its cancelled release
+/// did not free), if there is one.
+fn leaving<'a, 'r>(
+    object: &LeakedObject,
+    known: &'a [KnownReport<'r>],
+) -> Option<&'a KnownReport<'r>> {
+    known.iter().find(|(report, _, form)| {
+        !form.leaked_name.is_empty()
+            && report.kobject.is_some()
+            && report.kobject == object.text
+            && has_consecutive(&object.frames, form.leaked_name)
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::kernel_log::scan;
+    use Log::{Console, Dmesg};
 
     /// The lockdep form, as seen.
     const LOCKDEP: &str = "\
@@ -696,7 +772,7 @@ mod tests {
 ";
 
     fn excused(driver: Driver, log: &str) -> bool {
-        !excuse(driver, &scan(log), &[log], "").is_empty()
+        !excuse(driver, &scan(Dmesg, log), &[(Dmesg, log)], "").is_empty()
     }
 
     #[test]
@@ -715,7 +791,7 @@ mod tests {
             &other_key,
             LOCKDEP_SAME_NAME,
         ] {
-            assert!(!scan(log).is_empty());
+            assert!(!scan(Dmesg, log).is_empty());
             assert!(excused(Driver::C, log), "{log}");
             assert!(!excused(Driver::Rust, log), "{log}");
         }
@@ -741,17 +817,17 @@ mod tests {
         let warned = taint_problem(1 << 9 | 1 << 12).unwrap();
         let died = taint_problem(1 << 7 | 1 << 9).unwrap();
         // LOCKDEP is a WARN: its W taint goes with it.
-        let mut problems = scan(LOCKDEP);
+        let mut problems = scan(Dmesg, LOCKDEP);
         problems.push(warned.clone());
-        assert!(!excuse(Driver::C, &problems, &[LOCKDEP], "").is_empty());
+        assert!(!excuse(Driver::C, &problems, &[(Dmesg, LOCKDEP)], "").is_empty());
         // UNLOCKED is a spinlock BUG, which taints nothing: a W is another report's.
-        let mut problems = scan(UNLOCKED);
+        let mut problems = scan(Dmesg, UNLOCKED);
         problems.push(warned);
-        assert!(excuse(Driver::C, &problems, &[UNLOCKED], "").is_empty());
+        assert!(excuse(Driver::C, &problems, &[(Dmesg, UNLOCKED)], "").is_empty());
         // Any other taint is never the known bug's.
-        let mut problems = scan(LOCKDEP);
+        let mut problems = scan(Dmesg, LOCKDEP);
         problems.push(died);
-        assert!(excuse(Driver::C, &problems, &[LOCKDEP], "").is_empty());
+        assert!(excuse(Driver::C, &problems, &[(Dmesg, LOCKDEP)], "").is_empty());
     }
 
     /// The C driver's CQ size overflow on the debug kernel, as seen in uverbs_fuzz (trimmed).
@@ -781,28 +857,28 @@ mod tests {
 
     #[test]
     fn the_cq_size_shift_is_recognised_only_for_the_c_driver() {
-        let problems = scan(CQ_SIZE_SHIFT);
+        let problems = scan(Dmesg, CQ_SIZE_SHIFT);
         assert_eq!(problems.len(), 3, "{problems:?}");
-        let bugs = excuse(Driver::C, &problems, &[CQ_SIZE_SHIFT], "");
+        let bugs = excuse(Driver::C, &problems, &[(Dmesg, CQ_SIZE_SHIFT)], "");
         let bug = bugs.first().expect("the C driver's bug");
         assert!(bug.cause.contains("pvrdma_create_cq"));
-        assert!(excuse(Driver::Rust, &problems, &[CQ_SIZE_SHIFT], "").is_empty());
+        assert!(excuse(Driver::Rust, &problems, &[(Dmesg, CQ_SIZE_SHIFT)], "").is_empty());
         // The same report from another function is not the bug's.
         let other = CQ_SIZE_SHIFT.replace("pvrdma_create_cq+", "pvrdma_create_qp+");
-        assert!(excuse(Driver::C, &scan(&other), &[&other], "").is_empty());
+        assert!(excuse(Driver::C, &scan(Dmesg, &other), &[(Dmesg, &other)], "").is_empty());
     }
 
     #[test]
     fn reports_are_cut_at_their_end() {
-        let found = reports(UNLOCKED);
+        let found = reports(Dmesg, UNLOCKED);
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].header.len(), 4);
         assert!(found[0].trace.last().unwrap().contains("</TASK>"));
-        let found = reports(LOCKDEP_7_3);
+        let found = reports(Dmesg, LOCKDEP_7_3);
         assert_eq!(found.len(), 1);
         assert!(found[0].header[2].starts_with("WARNING: kernel/locking/lockdep.c"));
         assert!(found[0].trace.last().unwrap().contains("end trace"));
-        let found = reports(LOCKDEP);
+        let found = reports(Dmesg, LOCKDEP);
         assert_eq!(found.len(), 1);
         assert!(found[0].header[1].starts_with("Looking for class"));
         assert!(found[0].trace.last().unwrap().contains("end trace"));
@@ -814,9 +890,14 @@ mod tests {
         let foreign = "[   28.348700] vmw_pvrdma 0000:00:04.1: queuepair type 255 not supported\n";
         let (cut, rest) = LOCKDEP_7_3.split_once('\n').unwrap();
         let log = format!("{cut}\n{foreign}{rest}");
-        let problems = scan(&log);
+        let problems = scan(Dmesg, &log);
         assert!(!problems.is_empty());
-        assert!(!excuse(Driver::C, &problems, &[&log], "").is_empty());
+        assert!(!excuse(Driver::C, &problems, &[(Dmesg, &log)], "").is_empty());
+        // The report's lines are all but the foreign one (line 1).
+        let found = reports(Dmesg, &log);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].lines[..3], [0, 2, 3]);
+        assert_eq!(found[0].lines.len(), log.lines().count() - 2, "{log}");
         assert!(is_device_message(
             "vmw_pvrdma 0000:00:04.1: queuepair type 255 not supported"
         ));
@@ -831,11 +912,15 @@ mod tests {
         // dmesg was saved; the console has it, with init's lines in between.
         let dmesg = "[   29.356575] vmw_pvrdma 0000:00:04.1: queuepair type 255 not supported\n";
         let console = format!("lab-init: stage: test uverbs_fuzz\n{LOCKDEP_7_3}{dmesg}");
-        let problems = scan(&console);
+        let problems = scan(Console, &console);
         assert!(!problems.is_empty());
-        assert!(!excuse(Driver::C, &problems, &[dmesg, &console], "").is_empty());
+        let logs = [(Dmesg, dmesg), (Console, console.as_str())];
+        assert!(!excuse(Driver::C, &problems, &logs, "").is_empty());
         // Not with only the dmesg to go by.
-        assert!(excuse(Driver::C, &problems, &[dmesg], "").is_empty());
+        assert!(excuse(Driver::C, &problems, &[(Dmesg, dmesg)], "").is_empty());
+        // Nor with the console read as if it were the dmesg: the problems stand in the console.
+        let swapped = [(Dmesg, console.as_str()), (Console, dmesg)];
+        assert!(excuse(Driver::C, &problems, &swapped, "").is_empty());
     }
 
     #[test]
@@ -867,8 +952,83 @@ mod tests {
         let other_lock = LOCKDEP.replace("init_completion.__key", "other.__key");
         assert!(!excused(Driver::C, &other_lock));
         // The problems must be in the report: a log without it excuses nothing.
-        assert!(excuse(Driver::C, &scan(LOCKDEP), &[""], "").is_empty());
-        assert!(excuse(Driver::C, &[], &[LOCKDEP], "").is_empty());
+        assert!(excuse(Driver::C, &scan(Dmesg, LOCKDEP), &[(Dmesg, "")], "").is_empty());
+        assert!(excuse(Driver::C, &[], &[(Dmesg, LOCKDEP)], "").is_empty());
+    }
+
+    /// A second report whose lines read as the known one's (its `cut here`, `WARNING:` and
+    /// `Call Trace:` lines) but from another interrupt handler: its lines stand outside the
+    /// known report, which explains none of them.
+    #[test]
+    fn a_second_report_with_the_known_reports_lines_is_not_excused() {
+        let other = LOCKDEP
+            .replace("pvrdma_intr0_handler+", "mlx5_eq_int+")
+            .replace("[   4", "[   5");
+        assert_ne!(other, LOCKDEP);
+        assert!(excused(Driver::C, LOCKDEP));
+        assert!(!excused(Driver::C, &other));
+        assert!(!excused(Driver::C, &format!("{LOCKDEP}{other}")));
+        assert!(!excused(Driver::C, &format!("{other}{LOCKDEP}")));
+    }
+
+    /// The brief's case, problem by problem: of one `Call Trace:` message standing in two
+    /// reports, the known report explains the place in it and not the other.
+    #[test]
+    fn a_message_is_explained_only_where_it_stands_in_a_known_report() {
+        let other = LOCKDEP.replace("pvrdma_intr0_handler+", "mlx5_eq_int+");
+        let log = format!("{LOCKDEP}{other}");
+        let found = reports(Dmesg, &log);
+        let known = known_reports(Driver::C, &found);
+        assert_eq!(known.len(), 1);
+        let problems = scan(Dmesg, &log);
+        let trace = problems
+            .iter()
+            .find(|p| p.message == "Call Trace:")
+            .expect("a call trace");
+        let [first, second] = trace.places[..] else {
+            panic!("{trace:?}");
+        };
+        assert_eq!((first.line, second.line), (7, 28));
+        let at = |place: Place| Problem {
+            places: vec![place],
+            ..trace.clone()
+        };
+        let bugs = explain(&at(first), &known, &[]).expect("the known report's own line");
+        assert!(bugs[0].cause.contains("pvrdma_cmd_post"));
+        assert!(explain(&at(second), &known, &[]).is_none());
+        assert!(explain(trace, &known, &[]).is_none());
+        // Nor is a line of the known report's in another log.
+        let console = Place {
+            log: Console,
+            ..first
+        };
+        assert!(explain(&at(console), &known, &[]).is_none());
+    }
+
+    /// A call trace after a known report, in no report of a known form: a `dump_stack()` of
+    /// its own, or a spurious interrupt's (kernel/irq/spurious.c).
+    const DUMP_STACK: &str = "\
+[   42.000000] CPU: 0 UID: 0 PID: 88 Comm: verbs_resources Not tainted 6.12.117 #1
+[   42.000001] Call Trace:
+[   42.000002]  <TASK>
+[   42.000003]  dump_stack_lvl+0x7f/0xc0
+[   42.000004]  ib_dealloc_pd_user+0x40/0x90 [ib_core]
+[   42.000005]  </TASK>
+";
+
+    #[test]
+    fn a_call_trace_outside_a_known_report_is_not_excused() {
+        let nobody_cared = format!(
+            "[   41.900000] irq 11: nobody cared (try booting with the \"irqpoll\" option)\n\
+             {DUMP_STACK}"
+        );
+        for known in [LOCKDEP, UNLOCKED, LOCKDEP_7_3] {
+            assert!(excused(Driver::C, known));
+            for after in [DUMP_STACK, &nobody_cared] {
+                let log = format!("{known}{after}");
+                assert!(!excused(Driver::C, &log), "{log}");
+            }
+        }
     }
 
     /// The block layer's report under CONFIG_DEBUG_KOBJECT_RELEASE, as seen (nvme_rdma on the
@@ -905,24 +1065,42 @@ mod tests {
 
     #[test]
     fn kernel_bug_is_set_aside_for_either_driver() {
-        let problems = scan(BLOCK_QUEUE_KOBJ);
+        let problems = scan(Dmesg, BLOCK_QUEUE_KOBJ);
         assert!(!problems.is_empty());
         for driver in [Driver::C, Driver::Rust] {
-            let bugs = excuse(driver, &problems, &[BLOCK_QUEUE_KOBJ], "");
+            let bugs = excuse(driver, &problems, &[(Dmesg, BLOCK_QUEUE_KOBJ)], "");
             assert_eq!(bugs.len(), 1, "{driver:?}");
             assert_eq!(bugs[0].owner, Owner::Kernel);
         }
         // Another object freed while active is not this bug.
         let other = BLOCK_QUEUE_KOBJ.replace("hint: kobject_delayed_cleanup", "hint: other_work");
-        assert!(excuse(Driver::Rust, &scan(&other), &[&other], "").is_empty());
+        assert!(excuse(Driver::Rust, &scan(Dmesg, &other), &[(Dmesg, &other)], "").is_empty());
         // Nor the same object freed from elsewhere.
         let elsewhere = BLOCK_QUEUE_KOBJ.replace(" bdev_free_inode+0xf9", " some_free+0xf9");
-        assert!(excuse(Driver::Rust, &scan(&elsewhere), &[&elsewhere], "").is_empty());
+        assert!(excuse(
+            Driver::Rust,
+            &scan(Dmesg, &elsewhere),
+            &[(Dmesg, &elsewhere)],
+            ""
+        )
+        .is_empty());
         // Nor another kobject's timer, nor a timer whose kobject's release was not announced.
         let other_kobject = BLOCK_QUEUE_KOBJ.replace("'queue'", "'holders'");
-        assert!(excuse(Driver::Rust, &scan(&other_kobject), &[&other_kobject], "").is_empty());
+        assert!(excuse(
+            Driver::Rust,
+            &scan(Dmesg, &other_kobject),
+            &[(Dmesg, &other_kobject)],
+            ""
+        )
+        .is_empty());
         let unannounced = BLOCK_QUEUE_KOBJ.replace("(ffff88800b0a5388)", "(ffff88800b0a6388)");
-        assert!(excuse(Driver::Rust, &scan(&unannounced), &[&unannounced], "").is_empty());
+        assert!(excuse(
+            Driver::Rust,
+            &scan(Dmesg, &unannounced),
+            &[(Dmesg, &unannounced)],
+            ""
+        )
+        .is_empty());
     }
 
     /// The NFS client's report under CONFIG_DEBUG_KOBJECT_RELEASE, as seen (nfs_rdma on the
@@ -970,9 +1148,10 @@ unreferenced object 0xffff88800a6ab010 (size 16):
 
     /// The problems as the verdict sees them: the log's and kmemleak's count.
     fn nfs_problems(log: &str, kmemleak: &str) -> Vec<Problem> {
-        let mut problems = scan(log);
+        let mut problems = scan(Dmesg, log);
         problems.push(Problem {
             kind: KMEMLEAK_REPORT,
+            places: Vec::new(),
             message: format!(
                 "kmemleak: {} unreferenced object(s) (see kmemleak.txt)",
                 crate::kernel_log::kmemleak_objects(kmemleak)
@@ -988,13 +1167,24 @@ unreferenced object 0xffff88800a6ab010 (size 16):
             .iter()
             .any(|p| p.message.contains("suspected memory leaks")));
         for driver in [Driver::C, Driver::Rust] {
-            let bugs = excuse(driver, &problems, &[NFS_SERVER_KOBJ], NFS_SERVER_NAME_LEAK);
+            let bugs = excuse(
+                driver,
+                &problems,
+                &[(Dmesg, NFS_SERVER_KOBJ)],
+                NFS_SERVER_NAME_LEAK,
+            );
             assert_eq!(bugs.len(), 1, "{driver:?}");
             assert_eq!(bugs[0].owner, Owner::Kernel);
             assert!(bugs[0].cause.contains("nfs_free_server"));
         }
         let excused = |log: &str, leak: &str| {
-            !excuse(Driver::Rust, &nfs_problems(log, leak), &[log], leak).is_empty()
+            !excuse(
+                Driver::Rust,
+                &nfs_problems(log, leak),
+                &[(Dmesg, log)],
+                leak,
+            )
+            .is_empty()
         };
         // Another leaked object beside the name.
         let more = format!(
@@ -1080,7 +1270,7 @@ unreferenced object 0xffff88800b72e290 (size 16):
         );
         assert_ne!(log, NFS_SERVER_KOBJ);
         let problems = nfs_problems(&log, NFS_SERVER_NAME_LEAK);
-        let bugs = excuse(Driver::C, &problems, &[&log], NFS_SERVER_NAME_LEAK);
+        let bugs = excuse(Driver::C, &problems, &[(Dmesg, &log)], NFS_SERVER_NAME_LEAK);
         assert_eq!(bugs.len(), 1);
         assert!(bugs[0].cause.contains("nfs_free_server"));
     }
@@ -1089,13 +1279,24 @@ unreferenced object 0xffff88800b72e290 (size 16):
     fn the_nfs_netns_kobject_and_the_name_it_leaks_are_the_kernels() {
         let problems = nfs_problems(NFS_NETNS_KOBJ, NFS_NETNS_NAME_LEAK);
         for driver in [Driver::C, Driver::Rust] {
-            let bugs = excuse(driver, &problems, &[NFS_NETNS_KOBJ], NFS_NETNS_NAME_LEAK);
+            let bugs = excuse(
+                driver,
+                &problems,
+                &[(Dmesg, NFS_NETNS_KOBJ)],
+                NFS_NETNS_NAME_LEAK,
+            );
             assert_eq!(bugs.len(), 1, "{driver:?}");
             assert_eq!(bugs[0].owner, Owner::Kernel);
             assert!(bugs[0].cause.contains("nfs_netns_sysfs_destroy"));
         }
         let excused = |log: &str, leak: &str| {
-            !excuse(Driver::Rust, &nfs_problems(log, leak), &[log], leak).is_empty()
+            !excuse(
+                Driver::Rust,
+                &nfs_problems(log, leak),
+                &[(Dmesg, log)],
+                leak,
+            )
+            .is_empty()
         };
         // The timer of another kobject (here 'net''s own), or freed from elsewhere.
         let net = NFS_NETNS_KOBJ.replace("object: ffff888009b35688", "object: ffff888009b35770");
@@ -1111,7 +1312,7 @@ unreferenced object 0xffff88800b72e290 (size 16):
         let bugs = excuse(
             Driver::C,
             &nfs_problems(&both_log, &both_leak),
-            &[&both_log],
+            &[(Dmesg, &both_log)],
             &both_leak,
         );
         assert_eq!(bugs.len(), 2);
@@ -1142,7 +1343,7 @@ unreferenced object 0xffff88800b72e290 (size 16):
         );
         assert_ne!(worker, BLOCK_QUEUE_KOBJ);
         assert_eq!(
-            excuse(Driver::Rust, &scan(&worker), &[&worker], "").len(),
+            excuse(Driver::Rust, &scan(Dmesg, &worker), &[(Dmesg, &worker)], "").len(),
             1
         );
     }
@@ -1162,7 +1363,10 @@ unreferenced object 0xffff88800b72e290 (size 16):
              [  350.565616] RIP: 0010:debug_print_object",
         );
         assert_ne!(kunit, BLOCK_QUEUE_KOBJ);
-        assert_eq!(excuse(Driver::C, &scan(&kunit), &[&kunit], "").len(), 1);
+        assert_eq!(
+            excuse(Driver::C, &scan(Dmesg, &kunit), &[(Dmesg, &kunit)], "").len(),
+            1
+        );
         assert!(is_kunit_line("not ok 3 rust_rdma_device_name"));
         assert!(!is_kunit_line("ok"));
         assert!(!is_kunit_line("ok then"));
@@ -1171,11 +1375,11 @@ unreferenced object 0xffff88800b72e290 (size 16):
     #[test]
     fn a_c_driver_bug_and_a_kernel_bug_in_one_run() {
         let log = format!("{LOCKDEP}{BLOCK_QUEUE_KOBJ}");
-        let problems = scan(&log);
-        let bugs = excuse(Driver::C, &problems, &[&log], "");
+        let problems = scan(Dmesg, &log);
+        let bugs = excuse(Driver::C, &problems, &[(Dmesg, &log)], "");
         let owners: Vec<Owner> = bugs.iter().map(|b| b.owner).collect();
         assert_eq!(owners, [Owner::CDriver, Owner::Kernel]);
         // The C driver's report is never set aside for the Rust driver.
-        assert!(excuse(Driver::Rust, &problems, &[&log], "").is_empty());
+        assert!(excuse(Driver::Rust, &problems, &[(Dmesg, &log)], "").is_empty());
     }
 }

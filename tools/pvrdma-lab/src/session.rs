@@ -15,7 +15,7 @@ use crate::catalog::GuestTest;
 use crate::child::{self, Guard};
 use crate::cli::Driver;
 use crate::guest_report::{self, GuestReport};
-use crate::kernel_log::Problem;
+use crate::kernel_log::{Log, Problem};
 use crate::layout::Layout;
 use crate::model::DeviceModel;
 use crate::mux::{self, MuxFiles};
@@ -301,7 +301,12 @@ pub fn judge_report(
     write_problems(&dir.join("kernel-problems.txt"), &problems);
     let dmesg = report.dmesg.as_deref().unwrap_or("");
     let kmemleak = report.kmemleak.as_deref().unwrap_or("");
-    let reference_bugs = reference_bugs::excuse(driver, &problems, &[dmesg, &console], kmemleak);
+    let reference_bugs = reference_bugs::excuse(
+        driver,
+        &problems,
+        &[(Log::Dmesg, dmesg), (Log::Console, &console)],
+        kmemleak,
+    );
     let judged = if !reference_bugs.is_empty() {
         &[][..]
     } else {
@@ -429,6 +434,20 @@ pub fn wait_for_guests(
     }
 }
 
+/// Where a problem's message stands, for a reader to find it: " (dmesg.txt line 12,
+/// console.log line 40)", lines counted from 1; nothing for a problem not read from a log.
+fn places(problem: &Problem) -> String {
+    if problem.places.is_empty() {
+        return String::new();
+    }
+    let places: Vec<String> = problem
+        .places
+        .iter()
+        .map(|p| format!("{} line {}", p.log.file(), p.line + 1))
+        .collect();
+    format!(" ({})", places.join(", "))
+}
+
 fn write_problems(path: &Path, problems: &[Problem]) {
     if problems.is_empty() {
         let _ = fs::remove_file(path);
@@ -436,7 +455,37 @@ fn write_problems(path: &Path, problems: &[Problem]) {
     }
     let text: String = problems
         .iter()
-        .map(|p| format!("{}: {}\n", p.kind, p.message))
+        .map(|p| format!("{}: {}{}\n", p.kind, p.message, places(p)))
         .collect();
     let _ = fs::write(path, text);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel_log::Place;
+
+    #[test]
+    fn problems_say_where_they_stand() {
+        let mut problem = Problem {
+            kind: "call trace",
+            message: "Call Trace:".to_string(),
+            places: vec![
+                Place {
+                    log: Log::Dmesg,
+                    line: 11,
+                },
+                Place {
+                    log: Log::Console,
+                    line: 39,
+                },
+            ],
+        };
+        assert_eq!(
+            places(&problem),
+            " (dmesg.txt line 12, console.log line 40)"
+        );
+        problem.places.clear();
+        assert_eq!(places(&problem), "");
+    }
 }

@@ -2,7 +2,7 @@
 //! mux stayed up, and what the kernel logged.
 
 use crate::guest_report::GuestReport;
-use crate::kernel_log::{self, Problem};
+use crate::kernel_log::{self, Log, Problem};
 
 /// How the guest's QEMU ended.
 #[derive(Debug, Clone)]
@@ -75,17 +75,17 @@ fn fail(cause: String) -> Verdict {
 
 /// The kernel problems in the guest's dmesg, console and kmemleak report.
 pub fn kernel_problems(evidence: &Evidence) -> Vec<Problem> {
-    let mut problems = kernel_log::scan(evidence.report.dmesg.as_deref().unwrap_or(""));
-    for problem in kernel_log::scan(evidence.console) {
-        if !problems.contains(&problem) {
-            problems.push(problem);
-        }
+    let dmesg = evidence.report.dmesg.as_deref().unwrap_or("");
+    let mut problems = kernel_log::scan(Log::Dmesg, dmesg);
+    for problem in kernel_log::scan(Log::Console, evidence.console) {
+        kernel_log::add(&mut problems, problem);
     }
     let leaks = kernel_log::kmemleak_objects(evidence.report.kmemleak.as_deref().unwrap_or(""));
     if leaks > 0 {
         problems.push(Problem {
             kind: kernel_log::KMEMLEAK_REPORT,
             message: format!("kmemleak: {leaks} unreferenced object(s) (see kmemleak.txt)"),
+            places: Vec::new(),
         });
     }
     // A leak check that did not run found nothing: the lab's and the debug kernel have kmemleak
@@ -94,6 +94,7 @@ pub fn kernel_problems(evidence: &Evidence) -> Vec<Problem> {
         problems.push(Problem {
             kind: "kmemleak unavailable",
             message: format!("kmemleak could not scan: {why}"),
+            places: Vec::new(),
         });
     }
     if let Some(problem) = evidence.report.tainted.and_then(taint_problem) {
@@ -137,6 +138,7 @@ pub fn taint_problem(tainted: u64) -> Option<Problem> {
     Some(Problem {
         kind: TAINT,
         message: format!("kernel tainted {tainted:#x}: {flags}"),
+        places: Vec::new(),
     })
 }
 
@@ -309,6 +311,33 @@ mod tests {
             cause.ends_with("(+1 more, see kernel-problems.txt)"),
             "{cause}"
         );
+    }
+
+    /// A message in both logs is one problem that stands in each.
+    #[test]
+    fn a_problem_in_dmesg_and_console_keeps_both_places() {
+        let mut report = passed_report();
+        report.dmesg = Some(
+            "[ 5.0] irq 11: nobody cared (try booting with the \"irqpoll\" option)\n".to_string(),
+        );
+        let console = format!(
+            "lab-init: stage: test x\n{}",
+            report.dmesg.as_deref().unwrap()
+        );
+        let evidence = Evidence {
+            report: &report,
+            qemu: exited(),
+            mux_failure: None,
+            console: &console,
+            kmemleak_built: true,
+            qemu_log: "",
+        };
+        let problems = kernel_problems(&evidence);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(problems[0].kind, "spurious interrupt");
+        let places: Vec<(Log, usize)> =
+            problems[0].places.iter().map(|p| (p.log, p.line)).collect();
+        assert_eq!(places, [(Log::Dmesg, 0), (Log::Console, 1)]);
     }
 
     #[test]
