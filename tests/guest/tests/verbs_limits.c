@@ -34,8 +34,10 @@
  * passes to the device, refused there and returned as EFAULT) or
  * "FAIL <case> [kind]: ...", where kind is refused-within-max (a depth up to
  * the reported maximum was refused with EINVAL, or by the C driver with
- * EFAULT, the errno its command channel gives whatever the device refuses) or
- * wrong (anything else); then "summary: N cases, N ok, N provider-defect,
+ * EFAULT, the errno its command channel gives whatever the device refuses),
+ * beyond-ring-pages (such a refusal of a depth whose largest ring needs more
+ * pages than QEMU 7.2's pvrdma takes in one ring, STOCK_MAX_RING_PAGES, which
+ * its reported maxima do not respect) or wrong (anything else); then "summary: N cases, N ok, N provider-defect,
  * N C-driver-errno, N FAIL". Exits 1 if any case failed.
  */
 #include <errno.h>
@@ -57,6 +59,82 @@ static struct ibv_mr *mr;
 static char buf[4096] __attribute__((aligned(4096)));
 
 static int n_cases, n_ok, n_defect, n_c_errno, n_fail;
+
+/*
+ * QEMU 7.2's pvrdma refuses a ring of more pages than this
+ * (PVRDMA_MAX_FAST_REG_PAGES, hw/rdma/vmw/pvrdma_cmd.c): a CQ's, each of a
+ * QP's two, an SRQ's. Its stock model reports maxima from a 512-page table, so
+ * depths within them can need more (the patched model reports what 128 pages
+ * hold: tools/qemu patch 13).
+ */
+#define STOCK_MAX_RING_PAGES 128
+
+static uint64_t pow2(uint64_t n)
+{
+    uint64_t p = 1;
+
+    while (p < n) {
+        p <<= 1;
+    }
+    return p;
+}
+
+static uint64_t pages(uint64_t bytes)
+{
+    return (bytes + 4095) / 4096;
+}
+
+/*
+ * The pages of the rings of a CQ, QP or SRQ, laid out as rdma-core 44's
+ * provider lays them out (the device ABI's sizes): depths rounded up to a power
+ * of two; a CQ is a page of ring state then 64-byte CQEs; a QP's send WQE is an
+ * 80-byte header and 16 bytes a SGE, its receive WQE 16 bytes and 16 a SGE,
+ * each rounded up to a power of two; an SRQ is a page of ring state then WQEs
+ * of a send WQE's size (seen on the stock model: 2048 WRs of 4 SGEs took 129
+ * pages, QEMU's "Got invalid page count for SRQ ring: 129"). Where unsure, a
+ * page more: a depth judged to fit does.
+ */
+static uint64_t cq_pages(uint32_t cqe)
+{
+    return 1 + pages(pow2(cqe) * 64);
+}
+
+static uint64_t qp_pages(uint32_t wr, uint32_t sge)
+{
+    uint64_t send = pages(pow2(wr) * pow2(80 + 16 * (uint64_t)sge));
+    uint64_t recv = pages(pow2(wr) * pow2(16 + 16 * (uint64_t)sge));
+
+    return send > recv ? send : recv;
+}
+
+static uint64_t srq_pages(uint32_t wr, uint32_t sge)
+{
+    return 1 + pages(pow2(wr) * pow2(80 + 16 * (uint64_t)sge));
+}
+
+/*
+ * The largest depth up to @max whose rings fit in STOCK_MAX_RING_PAGES
+ * (@ring_pages of a depth), a power of two unless @max is smaller; 0 if none.
+ */
+static uint32_t ring_fit(uint32_t max, uint64_t (*ring_pages)(uint32_t, uint32_t), uint32_t sge)
+{
+    uint64_t depth = 1;
+
+    if (ring_pages(1, sge) > STOCK_MAX_RING_PAGES) {
+        return 0;
+    }
+    while (depth * 2 <= max && ring_pages((uint32_t)(depth * 2), sge) <= STOCK_MAX_RING_PAGES) {
+        depth *= 2;
+    }
+    /* A depth between the power of two and the maximum rounds up past it. */
+    return (uint32_t)depth;
+}
+
+static uint64_t cq_pages_sge(uint32_t cqe, uint32_t sge)
+{
+    (void)sge;
+    return cq_pages(cqe);
+}
 
 static void die(const char *fmt, ...)
 {
@@ -102,14 +180,21 @@ static void fail(const char *name, const char *kind, const char *fmt, ...)
  * driver, EFAULT: its command channel's errno for anything the device
  * refuses) is a refusal by the device; any other errno is wrong in itself.
  */
-static void refused_within_max(const char *name, const char *what, int err)
+static void refused_within_max(const char *name, const char *what, int err, uint64_t ring_pages)
 {
     int c_driver = strcmp(driver, "c") == 0;
 
-    if (err == EINVAL || (err == EFAULT && c_driver)) {
+    if ((err == EINVAL || (err == EFAULT && c_driver)) && ring_pages > STOCK_MAX_RING_PAGES) {
+        FAIL(name, "beyond-ring-pages", "%s, within the device's reported maximum, refused: "
+             "%s%s; its largest ring needs %llu pages, more than the %d of QEMU 7.2's pvrdma",
+             what, strerror(err),
+             err == EFAULT ? " (the C driver's errno for any refusal of the device)" : "",
+             (unsigned long long)ring_pages, STOCK_MAX_RING_PAGES);
+    } else if (err == EINVAL || (err == EFAULT && c_driver)) {
         FAIL(name, "refused-within-max", "%s, within the device's reported maximum, refused: "
-             "%s%s", what, strerror(err),
-             err == EFAULT ? " (the C driver's errno for any refusal of the device)" : "");
+             "%s%s (its largest ring needs %llu pages)", what, strerror(err),
+             err == EFAULT ? " (the C driver's errno for any refusal of the device)" : "",
+             (unsigned long long)ring_pages);
     } else {
         FAIL(name, "wrong", "%s, within the device's reported maximum, refused with %s (a "
              "refusal is EINVAL)", what, strerror(err));
@@ -123,10 +208,11 @@ static void refused_within_max(const char *name, const char *what, int err)
  * and its command channel turns every refusal into EFAULT): reported as
  * C-driver-errno, not failed.
  */
-static void judge_refusal(const char *name, const char *what, int err, int within)
+static void judge_refusal(const char *name, const char *what, int err, int within,
+                          uint64_t ring_pages)
 {
     if (within) {
-        refused_within_max(name, what, err);
+        refused_within_max(name, what, err, ring_pages);
     } else if (err == EINVAL) {
         OK(name, "%s refused with EINVAL", what);
     } else if (err == EFAULT && strcmp(driver, "c") == 0) {
@@ -186,7 +272,7 @@ static void cq_case(const char *name, uint32_t cqe, int within)
     errno = 0;
     c = ibv_create_cq(ctx, (int)cqe, NULL, NULL, 0);
     if (!c) {
-        judge_refusal(name, what, errno, within);
+        judge_refusal(name, what, errno, within, cq_pages(cqe));
         return;
     }
     if (!within) {
@@ -239,7 +325,7 @@ static void qp_case(const char *name, enum ibv_qp_type type, uint32_t wr, int wi
     errno = 0;
     qp = ibv_create_qp(pd, &init);
     if (!qp) {
-        judge_refusal(name, what, errno, within);
+        judge_refusal(name, what, errno, within, qp_pages(wr, (uint32_t)attr.max_sge));
         ibv_destroy_cq(qp_cq);
         return;
     }
@@ -277,7 +363,7 @@ static void srq_case(const char *name, uint32_t wr, int within)
     errno = 0;
     srq = ibv_create_srq(pd, &init);
     if (!srq) {
-        judge_refusal(name, what, errno, within);
+        judge_refusal(name, what, errno, within, srq_pages(wr, (uint32_t)attr.max_srq_sge));
         return;
     }
     /* ibv_create_srq() wrote the granted attributes back into init.attr. */
@@ -369,7 +455,7 @@ static void setup(const char *dev_name)
 
 int main(int argc, char **argv)
 {
-    uint32_t max_cqe, max_qp_wr, max_srq_wr;
+    uint32_t max_cqe, max_qp_wr, max_srq_wr, fit;
 
     if (argc != 3) {
         fprintf(stderr, "usage: %s DEVICE DRIVER\n", argv[0]);
@@ -391,6 +477,26 @@ int main(int argc, char **argv)
     qp_case("qp-over-max", IBV_QPT_RC, max_qp_wr + 1, 0);
     srq_case("srq-max", max_srq_wr, 1);
     srq_case("srq-over-max", max_srq_wr + 1, 0);
+    /*
+     * The largest depths whose rings QEMU 7.2's pvrdma takes, and one less (a
+     * depth each driver rounds up to a power of two): granted on both models,
+     * whatever the maxima (the stock model's are not powers of two).
+     */
+    fit = ring_fit(max_cqe, cq_pages_sge, 0);
+    if (fit) {
+        cq_case("cq-ring-fit", fit, 1);
+        cq_case("cq-ring-fit-less-one", fit - 1 ? fit - 1 : 1, 1);
+    }
+    fit = ring_fit(max_qp_wr, qp_pages, (uint32_t)attr.max_sge);
+    if (fit) {
+        qp_case("qp-rc-ring-fit", IBV_QPT_RC, fit, 1);
+        qp_case("qp-rc-ring-fit-less-one", IBV_QPT_RC, fit - 1 ? fit - 1 : 1, 1);
+    }
+    fit = ring_fit(max_srq_wr, srq_pages, (uint32_t)attr.max_srq_sge);
+    if (fit) {
+        srq_case("srq-ring-fit", fit, 1);
+        srq_case("srq-ring-fit-less-one", fit - 1 ? fit - 1 : 1, 1);
+    }
     ud_qp_ex_all_ones("ud-qp-ex-wr-all-ones");
 
     if (ibv_dereg_mr(mr) || ibv_destroy_cq(cq) || ibv_dealloc_pd(pd) || ibv_close_device(ctx)) {

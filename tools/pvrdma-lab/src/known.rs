@@ -87,9 +87,12 @@ pub const KNOWN_FAILURES: &[KnownFailure] = &[
             "QEMU 7.2's pvrdma derives max_cqe (28672), max_qp_wr (10467) and max_srq_wr (12288) \
             from a 512-page table (hw/rdma/vmw/pvrdma_main.c init_dev_caps) but refuses every \
             ring of more than PVRDMA_MAX_FAST_REG_PAGES (128) pages: a CQ of max_cqe / 2 entries \
-            (16384 once rounded to a power of two, 257 pages) is refused by the device; the \
+            (16384 once rounded to a power of two, 257 pages) is refused by the device, and so are \
+            QPs and SRQs at or near their maxima (the drivers refuse some themselves, where the \
+            depth rounded up to a power of two passes the maximum); verbs_limits marks only the \
+            depths whose rings need more than 128 pages, and those that fit must be granted; the \
             patched model reports what its rings hold (tools/qemu patch 13)",
-        signature: "depths within the device's reported maximum refused",
+        signature: "whose rings need more than 128 pages refused",
         issue: "issue 14",
         intermittent: false,
     },
