@@ -94,8 +94,10 @@ static uint64_t pages(uint64_t bytes)
  * pages, QEMU's "Got invalid page count for SRQ ring: 129"). Where unsure, a
  * page more: a depth judged to fit does.
  */
-static uint64_t cq_pages(uint32_t cqe)
+/* @sge unused: the signature is the QP's and SRQ's, for ring_fit(). */
+static uint64_t cq_pages(uint32_t cqe, uint32_t sge)
 {
+    (void)sge;
     return 1 + pages(pow2(cqe) * 64);
 }
 
@@ -128,12 +130,6 @@ static uint32_t ring_fit(uint32_t max, uint64_t (*ring_pages)(uint32_t, uint32_t
     }
     /* A depth between the power of two and the maximum rounds up past it. */
     return (uint32_t)depth;
-}
-
-static uint64_t cq_pages_sge(uint32_t cqe, uint32_t sge)
-{
-    (void)sge;
-    return cq_pages(cqe);
 }
 
 static void die(const char *fmt, ...)
@@ -272,7 +268,7 @@ static void cq_case(const char *name, uint32_t cqe, int within)
     errno = 0;
     c = ibv_create_cq(ctx, (int)cqe, NULL, NULL, 0);
     if (!c) {
-        judge_refusal(name, what, errno, within, cq_pages(cqe));
+        judge_refusal(name, what, errno, within, cq_pages(cqe, 0));
         return;
     }
     if (!within) {
@@ -482,7 +478,7 @@ int main(int argc, char **argv)
      * depth each driver rounds up to a power of two): granted on both models,
      * whatever the maxima (the stock model's are not powers of two).
      */
-    fit = ring_fit(max_cqe, cq_pages_sge, 0);
+    fit = ring_fit(max_cqe, cq_pages, 0);
     if (fit) {
         cq_case("cq-ring-fit", fit, 1);
         cq_case("cq-ring-fit-less-one", fit - 1 ? fit - 1 : 1, 1);

@@ -1160,6 +1160,17 @@ unreferenced object 0xffff88800a6ab010 (size 16):
         problems
     }
 
+    /// Whether a dmesg `log` with the kmemleak report `leak` is excused for the Rust driver.
+    fn nfs_excused(log: &str, leak: &str) -> bool {
+        !excuse(
+            Driver::Rust,
+            &nfs_problems(log, leak),
+            &[(Dmesg, log)],
+            leak,
+        )
+        .is_empty()
+    }
+
     #[test]
     fn the_nfs_server_kobject_and_the_name_it_leaks_are_the_kernels() {
         let problems = nfs_problems(NFS_SERVER_KOBJ, NFS_SERVER_NAME_LEAK);
@@ -1177,43 +1188,34 @@ unreferenced object 0xffff88800a6ab010 (size 16):
             assert_eq!(bugs[0].owner, Owner::Kernel);
             assert!(bugs[0].cause.contains("nfs_free_server"));
         }
-        let excused = |log: &str, leak: &str| {
-            !excuse(
-                Driver::Rust,
-                &nfs_problems(log, leak),
-                &[(Dmesg, log)],
-                leak,
-            )
-            .is_empty()
-        };
         // Another leaked object beside the name.
         let more = format!(
             "{NFS_SERVER_NAME_LEAK}{}",
             NFS_SERVER_NAME_LEAK.replace("73 65 72 76 65 72", "64 72 69 76 65 72")
         );
-        assert!(!excused(NFS_SERVER_KOBJ, &more));
+        assert!(!nfs_excused(NFS_SERVER_KOBJ, &more));
         // A name that is not the released kobject's, or allocated elsewhere.
         let other_name = NFS_SERVER_NAME_LEAK.replace("2d 30 00", "2d 31 00");
-        assert!(!excused(NFS_SERVER_KOBJ, &other_name));
+        assert!(!nfs_excused(NFS_SERVER_KOBJ, &other_name));
         let elsewhere = NFS_SERVER_NAME_LEAK.replace("kobject_rename+", "kobject_set_name+");
-        assert!(!excused(NFS_SERVER_KOBJ, &elsewhere));
+        assert!(!nfs_excused(NFS_SERVER_KOBJ, &elsewhere));
         // A leak the report does not explain: none, or no report of the right kobject.
-        assert!(!excused(NFS_SERVER_KOBJ, ""));
+        assert!(!nfs_excused(NFS_SERVER_KOBJ, ""));
         let no_report: String = NFS_SERVER_KOBJ
             .lines()
             .filter(|l| l.contains("kobject: ") || l.contains("kmemleak"))
             .map(|l| format!("{l}\n"))
             .collect();
-        assert!(!excused(&no_report, NFS_SERVER_NAME_LEAK));
+        assert!(!nfs_excused(&no_report, NFS_SERVER_NAME_LEAK));
         let clnt = NFS_SERVER_KOBJ.replace(
             "'server-0' (ffff88800afbee08)",
             "'clnt-9' (ffff88800afbee08)",
         );
-        assert!(!excused(&clnt, NFS_SERVER_NAME_LEAK));
+        assert!(!nfs_excused(&clnt, NFS_SERVER_NAME_LEAK));
         // The report freed from another RCU callback's path is still this form (the frame is
         // rcu_core's), but the timer must be the announced server kobject's.
         let far = NFS_SERVER_KOBJ.replace("object: ffff88800afbee90", "object: ffff88800afbef90");
-        assert!(!excused(&far, NFS_SERVER_NAME_LEAK));
+        assert!(!nfs_excused(&far, NFS_SERVER_NAME_LEAK));
     }
 
     /// The NFS client's per-namespace report, as seen (nfs_rdma on the debug kernel, the C
@@ -1289,23 +1291,14 @@ unreferenced object 0xffff88800b72e290 (size 16):
             assert_eq!(bugs[0].owner, Owner::Kernel);
             assert!(bugs[0].cause.contains("nfs_netns_sysfs_destroy"));
         }
-        let excused = |log: &str, leak: &str| {
-            !excuse(
-                Driver::Rust,
-                &nfs_problems(log, leak),
-                &[(Dmesg, log)],
-                leak,
-            )
-            .is_empty()
-        };
         // The timer of another kobject (here 'net''s own), or freed from elsewhere.
         let net = NFS_NETNS_KOBJ.replace("object: ffff888009b35688", "object: ffff888009b35770");
-        assert!(!excused(&net, NFS_NETNS_NAME_LEAK));
+        assert!(!nfs_excused(&net, NFS_NETNS_NAME_LEAK));
         let elsewhere = NFS_NETNS_KOBJ.replace("  kobject_delayed_cleanup+", "  other_cleanup+");
-        assert!(!excused(&elsewhere, NFS_NETNS_NAME_LEAK));
+        assert!(!nfs_excused(&elsewhere, NFS_NETNS_NAME_LEAK));
         // A name allocated elsewhere.
         let renamed = NFS_NETNS_NAME_LEAK.replace("kobject_set_name_vargs+", "kobject_rename+");
-        assert!(!excused(NFS_NETNS_KOBJ, &renamed));
+        assert!(!nfs_excused(NFS_NETNS_KOBJ, &renamed));
         // Both NFS reports in one run, each leaving its name.
         let both_log = format!("{NFS_SERVER_KOBJ}{NFS_NETNS_KOBJ}");
         let both_leak = format!("{NFS_NETNS_NAME_LEAK}{NFS_SERVER_NAME_LEAK}");
