@@ -196,7 +196,7 @@ LAB_KERNEL_REPORT='Oops|\bBUG:|\] BUG |WARNING:|cut here|Call Trace|general prot
 # lab_dmesg_check FILE WHAT: the test's own look at the kernel messages of its run (FILE), to
 # say which step caused a report. With the Rust driver a report fails the test at once; with
 # the C driver it is noted and left to the runner's verdict, which sets aside only the C
-# driver's known bugs, by the exact form of their reports (tools/pvrdma-lab/src/reference_bugs.rs).
+# driver's known bugs, by the exact form of their reports (tools/pvrdma-lab/known-failures.toml).
 # So is, for either driver, a report among which object debugging caught an object freed while
 # a delayed kobject release was pending (the debug kernel's CONFIG_DEBUG_KOBJECT_RELEASE): the
 # runner sets aside only the kernel's own such bugs (the block layer's and the NFS client's),

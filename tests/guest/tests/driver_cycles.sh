@@ -44,7 +44,7 @@ since() {
 # under lab_kernel_report's policy: the Rust driver's test fails; with the C
 # driver the report is noted (which cycle caused it) and the cycles go on, the
 # runner setting aside only the C driver's own command-completion race by the
-# exact form of its report (tools/pvrdma-lab/src/reference_bugs.rs) and failing
+# exact form of its report (tools/pvrdma-lab/known-failures.toml) and failing
 # the test on anything else. Stopping here would end a soak at that race (seen
 # at cycle 298 of 1,000) and leave no figures for the driver the Rust one is
 # compared with.

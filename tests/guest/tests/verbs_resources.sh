@@ -74,7 +74,7 @@ lab_note "rdma resource after:  $after"
 # What the kernel said while the program ran, kept beside the test's log. The
 # runner judges it, with the whole dmesg and the console: any report fails the
 # test, except the C driver's own command-completion race, which it recognises
-# as one report (tools/pvrdma-lab/src/reference_bugs.rs). Rejecting it here as
+# as one report (tools/pvrdma-lab/known-failures.toml). Rejecting it here as
 # well would fail the test on the reference driver's bug before the runner
 # could name it.
 dmesg | tail -n +"$((dmesg_before + 1))" >"$LAB_RESULTS/$name-dmesg.txt"

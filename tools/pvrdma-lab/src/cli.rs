@@ -49,9 +49,9 @@ run   boots fresh QEMUs (each with a fresh pvrdma-mux) for each device model
                      against the Rust driver's in the mixed pairs)
       --run-not-applicable
                      also run the tests a device model cannot pass (listed
-                     with their reason in the runner's known.rs; skipped by
-                     default): their failure is reported as TODO, a pass
-                     fails as an unexpected pass (the entry is stale)
+                     with their reason in tools/pvrdma-lab/known-failures.toml;
+                     skipped by default): their failure is reported as TODO,
+                     a pass fails as an unexpected pass (the entry is stale)
       --qemu-stock   the stock model's QEMU (default: qemu-system-x86_64 on PATH)
       --qemu-patched the patched model's QEMU (default:
                      $PVRDMA_CACHE/qemu/current/bin/qemu-system-x86_64, which

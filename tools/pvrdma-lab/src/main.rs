@@ -9,6 +9,7 @@ mod cli;
 mod guest_report;
 mod kernel_log;
 mod known;
+mod known_failures;
 mod layout;
 mod matrix;
 mod model;
@@ -17,6 +18,8 @@ mod pair;
 mod pool;
 mod postmortem;
 mod qemu;
+#[cfg(test)]
+mod reachability;
 mod reference_bugs;
 mod run_error;
 mod session;
@@ -24,6 +27,7 @@ mod shared;
 mod signals;
 mod skip_set;
 mod tap;
+mod toml_subset;
 mod verdict;
 
 use std::ops::ControlFlow;
@@ -222,7 +226,7 @@ fn driver_module(layout: &Layout, driver: Driver) -> Result<&Path, TapResult> {
 
 /// What becomes of the entry of `test` with `driver` (and `client`'s driver
 /// for a two-guest test) on `model`: a run, or its result without one. Its
-/// skips are those of the NOT_APPLICABLE table and the selection, and a plan
+/// skips are those of the not_applicable entries and the selection, and a plan
 /// that strays from them fails the entry (skip_set.rs).
 fn plan_work<'a>(
     layout: &'a Layout,
@@ -471,6 +475,10 @@ fn plan_jobs<'e, 'a>(entries: &'e [Entry<'a>], per_guest: usize) -> Vec<Vec<(usi
 
 /// `pvrdma-lab run`.
 fn run(options: &RunOptions) -> ExitCode {
+    if let Err(why) = known_failures::load() {
+        eprintln!("pvrdma-lab: {why}");
+        return ExitCode::from(EXIT_USAGE);
+    }
     signals::install();
     session::remove_stale_socket_dirs();
     let layout = Layout::resolve(options);

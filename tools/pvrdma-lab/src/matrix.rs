@@ -193,7 +193,10 @@ mod tests {
             "{note}"
         );
         assert!(
-            note.contains("delete its entry from KNOWN_FAILURES"),
+            note.contains(
+                "delete its entry 'stock-ucmatose-rd-atom' from \
+                 tools/pvrdma-lab/known-failures.toml"
+            ),
             "{note}"
         );
         assert_eq!(lines.next(), None);

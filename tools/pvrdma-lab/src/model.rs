@@ -4,7 +4,7 @@
 //!   `qemu-system-x86`), the compatibility target: what a user of the driver
 //!   on QEMU 7.2 has. Its pvrdma turns every work request into a SEND, arms
 //!   CQs inverted and reports no RDMA READ resources, so some tests cannot
-//!   pass on it (`known.rs`).
+//!   pass on it (`known-failures.toml`).
 //! - `patched`: the same Debian source with the lab's patch series
 //!   (`tools/qemu`, built and cached by `tools/qemu/build-qemu`), whose pvrdma
 //!   executes RDMA WRITE/READ, immediates and send flags and arms CQs right.

@@ -1,9 +1,10 @@
 //! The run's skip set, checked (issue 41 §1.3): the entries a run skips (TAP
 //! `# SKIP`, `n/a` in the results table) are exactly those that the
-//! [`NOT_APPLICABLE`](crate::known::NOT_APPLICABLE) table and the selection
-//! skip. A skip for any other reason (a driver module not found: a build or a
-//! path that does not match) would leave a run green that tested less than it
-//! says, so it fails the run; so does an entry those skip that would run.
+//! [`not_applicable`](crate::known::NotApplicable) entries of
+//! `known-failures.toml` and the selection skip. A skip for any other reason
+//! (a driver module not found: a build or a path that does not match) would
+//! leave a run green that tested less than it says, so it fails the run; so
+//! does an entry those skip that would run.
 //!
 //! Outside the set: the entries not run because an earlier test failed and
 //! stopped the run (without `--keep-going`), which has failed already.
@@ -29,7 +30,7 @@ pub struct Selection<'a> {
 }
 
 /// Why the entry of `test` with `driver` (and `client` for a two-guest test) on `model` is
-/// skipped, if the `NOT_APPLICABLE` table or the selection skips it.
+/// skipped, if a `not_applicable` entry or the selection skips it.
 pub fn expected(
     selection: &Selection,
     model: DeviceModel,
@@ -57,17 +58,17 @@ pub fn check(planned: Option<&TapResult>, expected: Option<&str>) -> Option<TapR
     match (planned, expected) {
         (Some(result), _) if result.fails() => None,
         (Some(TapResult::Skip(why)), None) => Some(TapResult::Fail(format!(
-            "skipped, which neither NOT_APPLICABLE (tools/pvrdma-lab/src/known.rs) nor the \
-             selection calls for: {why}"
+            "skipped, which neither a not_applicable entry \
+             (tools/pvrdma-lab/known-failures.toml) nor the selection calls for: {why}"
         ))),
         (Some(TapResult::Skip(why)), Some(reason)) if why != reason => {
             Some(TapResult::Fail(format!(
-                "skipped ({why}), where NOT_APPLICABLE or the selection skips it because {reason}"
+                "skipped ({why}), where not_applicable or the selection skips it because {reason}"
             )))
         }
         (Some(TapResult::Skip(_)), Some(_)) => None,
         (_, Some(reason)) => Some(TapResult::Fail(format!(
-            "planned to run, although NOT_APPLICABLE or the selection skips it: {reason}"
+            "planned to run, although not_applicable or the selection skips it: {reason}"
         ))),
         (_, None) => None,
     }
