@@ -215,7 +215,7 @@ pub fn describe(frame: &Frame) -> String {
             name,
         } => format!("WELCOME v{version} caps=0x{caps:x} name={name:?}"),
         Frame::Error(reason) => format!("ERROR {reason:?}"),
-        Frame::GidAdd(g) => format!("GID_ADD {}", GidFmt(g)),
+        Frame::GidAdd(g, _) => format!("GID_ADD {}", GidFmt(g)),
         Frame::GidDel(g) => format!("GID_DEL {}", GidFmt(g)),
         Frame::Ack(AckStatus::Ok) => "ACK ok".into(),
         Frame::Ack(AckStatus::Refused(r)) => format!("ACK refused {r:?}"),
@@ -367,7 +367,10 @@ pub fn serve(mut stream: UnixStream, id: ConnId, shared: &Arc<Shared>) {
         log!(shared.log, "{tag} -> {}", describe(&welcome));
         let mut ok = wire::write_frame(&mut *w, 0, &welcome).is_ok();
         for gid in replay {
-            ok = ok && lib.send_locked(&mut w, &Frame::GidAdd(gid), None).is_ok();
+            ok = ok
+                && lib
+                    .send_locked(&mut w, &Frame::GidAdd(gid, None), None)
+                    .is_ok();
         }
         if !ok {
             drop(w);

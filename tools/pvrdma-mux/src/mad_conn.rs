@@ -416,7 +416,7 @@ impl MadConn<'_> {
                 return e;
             }
         };
-        let outcome = lib.push_wait(&Frame::GidAdd(gid), self.shared.ack_timeout);
+        let outcome = lib.push_wait(&Frame::GidAdd(gid, None), self.shared.ack_timeout);
         let keep = matches!(outcome, Ok(AckStatus::Ok));
         self.shared.registry.finish_claim(self.id, gid, keep);
         match outcome {

@@ -171,7 +171,7 @@ fn a_library_that_stops_reading_costs_the_mux_a_bounded_queue() {
         G1,
     ));
     match wire::read_frame(&mut s).unwrap() {
-        Some((seq, Frame::GidAdd(g))) if g == G1 => {
+        Some((seq, Frame::GidAdd(g, None))) if g == G1 => {
             let ack = Frame::Ack(pvrdma_fabric::wire::AckStatus::Ok);
             wire::write_frame(&mut s, seq, &ack).unwrap();
         }

@@ -140,7 +140,7 @@ fn garbage_on_the_fabric_socket_is_refused() {
     }
     // Not a HELLO first.
     let mut s = UnixStream::connect(&t.fabric).unwrap();
-    wire::write_frame(&mut s, 0, &Frame::GidAdd(G1)).unwrap();
+    wire::write_frame(&mut s, 0, &Frame::GidAdd(G1, None)).unwrap();
     assert!(matches!(
         wire::read_frame(&mut s).unwrap(),
         Some((_, Frame::Error(_)))
@@ -182,7 +182,7 @@ fn library_protocol_violations_end_the_session() {
     let mut q = t.qemu();
     let reg = std::thread::spawn(move || (q.reg(G1), q));
     let (seq, frame) = wire::read_frame(&mut s).unwrap().unwrap();
-    assert_eq!(frame, Frame::GidAdd(G1));
+    assert_eq!(frame, Frame::GidAdd(G1, None));
     wire::write_frame(&mut s, seq, &Frame::Ack(wire::AckStatus::Ok)).unwrap();
     let (err, _q) = reg.join().unwrap();
     assert_eq!(err, ErrCode::Ok);
