@@ -18,7 +18,9 @@ use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
 use crate::packet::Packet;
-use crate::wire::{self, AckStatus, Caps, Frame, CAP_DATA, FLAG_IGNORABLE, PROTOCOL_VERSION};
+use crate::wire::{
+    self, AckStatus, Caps, Frame, CAP_DATA, CAP_GID_TYPE, FLAG_IGNORABLE, PROTOCOL_VERSION,
+};
 use crate::{GidSink, FABRIC_SOCKET_ENV};
 
 /// Receives the data packets the mux relays to this library.
@@ -65,7 +67,9 @@ pub struct FabricClient {
 
 impl FabricClient {
     /// Connects to the fabric socket at `path`, announces this process, and
-    /// serves GID changes to `sink` on a background thread.
+    /// serves GID changes to `sink` on a background thread. It always offers
+    /// [`CAP_GID_TYPE`]: every sink takes a type
+    /// ([`GidSink::gid_added_typed`]).
     ///
     /// Fails if the socket cannot be reached, or the mux refuses the session
     /// (`ConnectionRefused`, with the mux's reason) or does not answer within
@@ -92,7 +96,7 @@ impl FabricClient {
     ) -> io::Result<FabricClient> {
         let mut stream = UnixStream::connect(path)?;
         stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT))?;
-        let offered = if packets.is_some() { CAP_DATA } else { 0 };
+        let offered = CAP_GID_TYPE | if packets.is_some() { CAP_DATA } else { 0 };
         let hello = Frame::Hello {
             version: PROTOCOL_VERSION,
             pid: std::process::id(),
@@ -248,8 +252,9 @@ fn serve(
             }
         };
         let status = match frame {
-            Frame::GidAdd(gid) => {
-                match panic::catch_unwind(AssertUnwindSafe(|| sink.gid_added(gid))) {
+            Frame::GidAdd(gid, ty) => {
+                let ty = ty.unwrap_or_default();
+                match panic::catch_unwind(AssertUnwindSafe(|| sink.gid_added_typed(gid, ty))) {
                     Ok(Ok(())) => AckStatus::Ok,
                     Ok(Err(reason)) => AckStatus::Refused(reason),
                     Err(_) => AckStatus::Refused("gid_added panicked".into()),

@@ -4,13 +4,14 @@
 //! The layout is QEMU 7.2's `RdmaCmMuxMsg` (`contrib/rdmacm-mux/rdmacm-mux.h`)
 //! as laid out by the C compiler on x86-64: 360 bytes, host-endian integers,
 //! with `struct ib_user_mad` (whose address fields are big-endian) and a 256-byte
-//! MAD buffer. [`offset`] lists every field's byte offset.
+//! MAD buffer, then the `gid_type` of a REG (QEMU patch 29, in what was the
+//! struct's trailing padding). [`offset`] lists every field's byte offset.
 
 use std::fmt;
 
 use crate::gid::GidFmt;
 use crate::mad::MadHdr;
-use crate::Gid;
+use crate::{Gid, GidType};
 
 /// Size of every message in both directions.
 pub const MSG_SIZE: usize = 360;
@@ -74,8 +75,10 @@ pub mod offset {
     pub const RESERVED: usize = 94;
     /// `umad.mad` (256 bytes).
     pub const MAD: usize = 100;
-    /// Trailing padding (4 bytes) up to the struct's 8-byte alignment.
-    pub const PADDING: usize = 356;
+    /// `gid_type` (u32): a REG's [`GidType`](crate::GidType), 0 in every
+    /// other message. It took the 4 bytes of trailing padding (QEMU patch
+    /// 29), which older QEMUs send as zeros: RoCE v1.
+    pub const GID_TYPE: usize = 356;
 }
 
 /// `RdmaCmMuxMsgType`.
@@ -231,6 +234,8 @@ pub struct MuxMsg {
     pub umad: UmadHdr,
     /// The MAD buffer.
     pub mad: [u8; MAD_BUF_SIZE],
+    /// Raw [`GidType`] of a REG (0 in other messages).
+    pub gid_type: u32,
 }
 
 /// Why bytes could not be decoded as a message.
@@ -262,6 +267,7 @@ impl Default for MuxMsg {
             umad_len: 0,
             umad: UmadHdr::default(),
             mad: [0; MAD_BUF_SIZE],
+            gid_type: GidType::RoceV1 as u32,
         }
     }
 }
@@ -309,6 +315,11 @@ impl MuxMsg {
         ErrCode::from_raw(self.err_code)
     }
 
+    /// The typed GID type, if known.
+    pub fn gid_type(&self) -> Option<GidType> {
+        GidType::from_raw(self.gid_type)
+    }
+
     /// The valid part of the MAD buffer, or `None` when `umad_len` is negative
     /// or larger than the buffer.
     pub fn mad_bytes(&self) -> Option<&[u8]> {
@@ -346,6 +357,7 @@ impl MuxMsg {
         put(&mut b, o::PKEY_INDEX, &a.pkey_index.to_ne_bytes());
         put(&mut b, o::RESERVED, &a.reserved);
         put(&mut b, o::MAD, &self.mad);
+        put(&mut b, o::GID_TYPE, &self.gid_type.to_ne_bytes());
         b
     }
 
@@ -385,6 +397,7 @@ impl MuxMsg {
                 },
             },
             mad: take(b, o::MAD),
+            gid_type: u32::from_ne_bytes(take(b, o::GID_TYPE)),
         })
     }
 }
@@ -402,7 +415,8 @@ fn take<const N: usize>(b: &[u8; MSG_SIZE], at: usize) -> [u8; N] {
 }
 
 impl fmt::Display for MuxMsg {
-    /// One line for logs: type, op, GID, error code, and for MADs the MAD header.
+    /// One line for logs: type, op, GID, error code, a REG's GID type, and for
+    /// MADs the MAD header.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.msg_type() {
             Some(MsgType::Req) => f.write_str("REQ")?,
@@ -417,6 +431,14 @@ impl fmt::Display for MuxMsg {
             None => write!(f, " op?{}", self.op_code)?,
         }
         write!(f, " sgid={}", GidFmt(&self.sgid))?;
+        let reg = self.msg_type() == Some(MsgType::Req) && self.op_code() == Some(OpCode::Reg);
+        if reg || self.gid_type != 0 {
+            match self.gid_type() {
+                Some(GidType::RoceV1) => f.write_str(" RoCEv1")?,
+                Some(GidType::RoceV2) => f.write_str(" RoCEv2")?,
+                None => write!(f, " gid_type?{}", self.gid_type)?,
+            }
+        }
         if self.msg_type() == Some(MsgType::Resp) {
             match self.err_code() {
                 Some(e) => write!(f, " err={e:?}")?,
@@ -485,6 +507,7 @@ mod tests {
                 },
             },
             mad,
+            gid_type: 0xf1f2_f3f4,
         }
     }
 
@@ -524,7 +547,7 @@ mod tests {
         assert_eq!(b[94..100], [0xe1, 0xe2, 0xe3, 0xe4, 0xe5, 0xe6]);
         assert_eq!(b[100], 0);
         assert_eq!(b[355], 255);
-        assert_eq!(b[356..360], [0; 4], "trailing padding");
+        assert_eq!(b[356..360], ne32(0xf1f2_f3f4), "gid_type");
     }
 
     #[test]
@@ -545,9 +568,52 @@ mod tests {
             [o::QPN, o::GRH_PRESENT, o::GID_INDEX, o::HOP_LIMIT, o::GID],
             [56, 68, 69, 70, 72]
         );
-        assert_eq!([o::MAD, o::PADDING], [100, 356]);
+        assert_eq!([o::MAD, o::GID_TYPE], [100, 356]);
         assert_eq!(o::MAD - o::UMAD_HDR, UMAD_HDR_SIZE);
-        assert_eq!(o::PADDING - o::MAD, MAD_BUF_SIZE);
+        assert_eq!(o::GID_TYPE - o::MAD, MAD_BUF_SIZE);
+        assert_eq!(o::GID_TYPE + 4, MSG_SIZE);
+    }
+
+    #[test]
+    fn gid_type_of_a_reg() {
+        // QEMU patch 29's REG: RDMACM_MUX_GID_TYPE_ROCE_V2 at offset 356.
+        let mut m = MuxMsg::request(OpCode::Reg, [7; 16]);
+        m.gid_type = GidType::RoceV2 as u32;
+        let b = m.encode();
+        assert_eq!(b[356..360], 1u32.to_ne_bytes());
+        let d = MuxMsg::decode(&b).unwrap();
+        assert_eq!(d.gid_type(), Some(GidType::RoceV2));
+        assert_eq!(d, m);
+        assert!(d.to_string().ends_with(" RoCEv2"), "{d}");
+        // An older QEMU's REG (zeros there): RoCE v1.
+        let old = MuxMsg::decode(&MuxMsg::request(OpCode::Reg, [7; 16]).encode()).unwrap();
+        assert_eq!(old.gid_type(), Some(GidType::RoceV1));
+        assert!(old.to_string().ends_with(" RoCEv1"), "{old}");
+        // Other messages say nothing of a zero type.
+        let mad = MuxMsg::mad_request([7; 16], 1, &[1, 7]);
+        assert_eq!(mad.gid_type(), Some(GidType::RoceV1));
+        assert!(!mad.to_string().contains("RoCE"), "{mad}");
+        let mut resp = m;
+        resp.msg_type = MsgType::Resp as u32;
+        resp.gid_type = 0;
+        assert!(!resp.to_string().contains("RoCE"), "{resp}");
+    }
+
+    #[test]
+    fn unknown_gid_types_survive_decoding() {
+        // Like an unknown op code: kept raw (to log and answer), not typed.
+        for raw in [2u32, 0x100, u32::MAX] {
+            let mut b = MuxMsg::request(OpCode::Reg, [7; 16]).encode();
+            b[356..360].copy_from_slice(&raw.to_ne_bytes());
+            let m = MuxMsg::decode(&b).unwrap();
+            assert_eq!(m.gid_type, raw);
+            assert_eq!(m.gid_type(), None);
+            assert!(m.to_string().ends_with(&format!(" gid_type?{raw}")), "{m}");
+            assert_eq!(m.encode(), b);
+        }
+        assert_eq!(GidType::from_raw(0), Some(GidType::RoceV1));
+        assert_eq!(GidType::from_raw(1), Some(GidType::RoceV2));
+        assert_eq!(GidType::from_raw(2), None);
     }
 
     #[test]

@@ -14,7 +14,8 @@
 //!
 //! The session: the library sends HELLO, the mux answers WELCOME (or ERROR and
 //! closes). Then the mux sends GID_ADD / GID_DEL and the library answers each
-//! with an ACK carrying the same `seq`. Either side may send ERROR before
+//! with an ACK carrying the same `seq` (a GID_ADD carries the GID's type too
+//! when both offered [`CAP_GID_TYPE`]). Either side may send ERROR before
 //! closing. When both offered [`CAP_DATA`], either side may also send DATA
 //! frames ([`Packet`]s of the data path between two QEMU processes): a
 //! library sends them to the mux, which relays each to the library that owns
@@ -23,7 +24,7 @@
 use std::io::{self, Read, Write};
 
 use crate::packet::Packet;
-use crate::Gid;
+use crate::{Gid, GidType};
 
 /// Protocol version spoken by this crate.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -49,7 +50,8 @@ pub mod kind {
     pub const WELCOME: u16 = 2;
     /// Either way: a reason; the sender closes the session after it.
     pub const ERROR: u16 = 3;
-    /// Mux -> library: add a GID to the device's GID table.
+    /// Mux -> library: add a GID to the device's GID table (16 bytes, then its
+    /// type's byte if both agreed on [`CAP_GID_TYPE`](super::CAP_GID_TYPE)).
     pub const GID_ADD: u16 = 0x10;
     /// Mux -> library: remove a GID.
     pub const GID_DEL: u16 = 0x11;
@@ -69,6 +71,11 @@ pub type Caps = u32;
 /// Capability: DATA frames. A library offers it when it can take packets;
 /// the mux grants it when it relays them.
 pub const CAP_DATA: Caps = 1;
+/// Capability: GID_ADD carries the GID's [`GidType`] in a 17th payload byte.
+/// A library offers it when it reads that byte; the mux grants it when it
+/// sends it. A library without it (an older one refuses a GID_ADD that is
+/// not 16 bytes) gets 16 bytes, and its GIDs are RoCE v1.
+pub const CAP_GID_TYPE: Caps = 2;
 
 /// Outcome carried by an ACK.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -104,8 +111,9 @@ pub enum Frame {
     },
     /// Fatal error; the sender closes.
     Error(String),
-    /// Add a GID.
-    GidAdd(Gid),
+    /// Add a GID, with its type in a 17th byte (`Some`, only once both sides
+    /// agreed on [`CAP_GID_TYPE`]) or without (`None`: RoCE v1).
+    GidAdd(Gid, Option<GidType>),
     /// Remove a GID.
     GidDel(Gid),
     /// Acknowledge the request with the same `seq`.
@@ -130,7 +138,7 @@ impl Frame {
             Frame::Hello { .. } => kind::HELLO,
             Frame::Welcome { .. } => kind::WELCOME,
             Frame::Error(_) => kind::ERROR,
-            Frame::GidAdd(_) => kind::GID_ADD,
+            Frame::GidAdd(..) => kind::GID_ADD,
             Frame::GidDel(_) => kind::GID_DEL,
             Frame::Ack(_) => kind::ACK,
             Frame::Data(_) => kind::DATA,
@@ -167,7 +175,11 @@ impl Frame {
                 payload.extend_from_slice(clip(name));
             }
             Frame::Error(reason) => payload.extend_from_slice(clip(reason)),
-            Frame::GidAdd(gid) | Frame::GidDel(gid) => payload.extend_from_slice(gid),
+            Frame::GidAdd(gid, ty) => {
+                payload.extend_from_slice(gid);
+                payload.extend(ty.map(|t| t as u8));
+            }
+            Frame::GidDel(gid) => payload.extend_from_slice(gid),
             Frame::Ack(AckStatus::Ok) => payload.extend_from_slice(&0u32.to_le_bytes()),
             Frame::Ack(AckStatus::Refused(reason)) => {
                 payload.extend_from_slice(&1u32.to_le_bytes());
@@ -220,7 +232,10 @@ impl Frame {
                 }
             }
             kind::ERROR => Frame::Error(text(payload)?),
-            kind::GID_ADD => Frame::GidAdd(gid(payload)?),
+            kind::GID_ADD => match payload {
+                [g @ .., t] if g.len() == 16 => Frame::GidAdd(gid(g)?, Some(gid_type(*t)?)),
+                _ => Frame::GidAdd(gid(payload)?, None),
+            },
             kind::GID_DEL => Frame::GidDel(gid(payload)?),
             kind::ACK => {
                 let (status, rest) = le32(payload)?;
@@ -306,6 +321,10 @@ fn text(p: &[u8]) -> io::Result<String> {
     String::from_utf8(p.to_vec()).map_err(|_| invalid("text is not UTF-8".into()))
 }
 
+fn gid_type(raw: u8) -> io::Result<GidType> {
+    GidType::from_raw(u32::from(raw)).ok_or_else(|| invalid(format!("bad GID type {raw}")))
+}
+
 fn gid(p: &[u8]) -> io::Result<Gid> {
     p.try_into()
         .map_err(|_| invalid(format!("GID payload of {} bytes", p.len())))
@@ -343,7 +362,9 @@ mod tests {
             0,
         );
         round_trip(Frame::Error("nope".into()), 7);
-        round_trip(Frame::GidAdd([3; 16]), 1);
+        round_trip(Frame::GidAdd([3; 16], None), 1);
+        round_trip(Frame::GidAdd([3; 16], Some(GidType::RoceV1)), 1);
+        round_trip(Frame::GidAdd([3; 16], Some(GidType::RoceV2)), 1);
         round_trip(Frame::GidDel([4; 16]), 2);
         round_trip(Frame::Ack(AckStatus::Ok), 1);
         round_trip(Frame::Ack(AckStatus::Refused("table full".into())), 2);
@@ -369,7 +390,7 @@ mod tests {
 
     #[test]
     fn header_layout() {
-        let b = Frame::GidAdd([0xaa; 16]).encode(0x0102_0304);
+        let b = Frame::GidAdd([0xaa; 16], None).encode(0x0102_0304);
         assert_eq!(b.len(), HEADER_SIZE + 16);
         assert_eq!(b[0..4], [16, 0, 0, 0]);
         assert_eq!(b[4..6], [0x10, 0]);
@@ -388,20 +409,49 @@ mod tests {
     }
 
     #[test]
+    fn gid_add_type_byte() {
+        // Without the capability: the 16 bytes a library of before takes.
+        let b = Frame::GidAdd([0xaa; 16], None).encode(1);
+        assert_eq!(b[0..4], [16, 0, 0, 0]);
+        // With it: a 17th byte, 0 RoCE v1, 1 RoCE v2.
+        for (ty, byte) in [(GidType::RoceV1, 0), (GidType::RoceV2, 1)] {
+            let b = Frame::GidAdd([0xaa; 16], Some(ty)).encode(1);
+            assert_eq!(b[0..4], [17, 0, 0, 0]);
+            assert_eq!(b[HEADER_SIZE..HEADER_SIZE + 16], [0xaa; 16]);
+            assert_eq!(b[HEADER_SIZE + 16], byte);
+        }
+        let mut p = [0xaa; 17];
+        p[16] = 1;
+        assert_eq!(
+            Frame::decode(kind::GID_ADD, 0, &p).unwrap(),
+            Frame::GidAdd([0xaa; 16], Some(GidType::RoceV2))
+        );
+        // Any other type byte, or more bytes, is malformed.
+        for t in [2, 0xff] {
+            p[16] = t;
+            let e = Frame::decode(kind::GID_ADD, 0, &p).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+            assert!(e.to_string().contains("bad GID type"), "{e}");
+        }
+        assert!(Frame::decode(kind::GID_ADD, 0, &[0; 18]).is_err());
+    }
+
+    #[test]
     fn rejects_garbage() {
         // A QEMU rdmacm-mux REQ/REG (all zero header) on the wrong socket.
         assert!(read_frame(&mut &[0u8; 360][..]).is_err());
         // Oversized length.
-        let mut b = Frame::GidAdd([0; 16]).encode(0);
+        let mut b = Frame::GidAdd([0; 16], None).encode(0);
         b[0..4].copy_from_slice(&(MAX_PAYLOAD as u32 + 1).to_le_bytes());
         assert!(read_frame(&mut &b[..]).is_err());
         // Truncated payload / header.
-        let b = Frame::GidAdd([0; 16]).encode(0);
+        let b = Frame::GidAdd([0; 16], None).encode(0);
         assert!(read_frame(&mut &b[..20]).is_err());
         assert!(read_frame(&mut &b[..5]).is_err());
         // Bad magic, short GID, bad ACK status, bad UTF-8.
         assert!(Frame::decode(kind::HELLO, 0, b"PVRDMAFX\x01\0\0\0\0\0\0\0\0\0\0\0").is_err());
         assert!(Frame::decode(kind::GID_ADD, 0, &[0; 15]).is_err());
+        assert!(Frame::decode(kind::GID_DEL, 0, &[0; 17]).is_err());
         assert!(Frame::decode(kind::ACK, 0, &[2, 0, 0, 0]).is_err());
         assert!(Frame::decode(kind::ACK, 0, &[0, 0, 0, 0, 1]).is_err());
         assert!(Frame::decode(kind::ERROR, 0, &[0xff, 0xfe]).is_err());

@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
-use pvrdma_fabric::wire::{self, AckStatus, Frame, FLAG_IGNORABLE};
-use pvrdma_fabric::{FabricClient, Gid, GidSink, FABRIC_SOCKET_ENV};
+use pvrdma_fabric::wire::{self, AckStatus, Frame, CAP_GID_TYPE, FLAG_IGNORABLE};
+use pvrdma_fabric::{FabricClient, Gid, GidSink, GidType, FABRIC_SOCKET_ENV};
 
 #[derive(Default)]
 struct Table {
@@ -27,6 +27,25 @@ impl GidSink for Table {
     fn gid_removed(&self, gid: Gid) {
         self.gids.lock().unwrap().retain(|g| *g != gid);
     }
+}
+
+/// A sink with types: records what it was given.
+#[derive(Default)]
+struct Typed {
+    added: Mutex<Vec<(Gid, GidType)>>,
+}
+
+impl GidSink for Typed {
+    fn gid_added(&self, _: Gid) -> Result<(), String> {
+        panic!("the client calls gid_added_typed")
+    }
+
+    fn gid_added_typed(&self, gid: Gid, ty: GidType) -> Result<(), String> {
+        self.added.lock().unwrap().push((gid, ty));
+        Ok(())
+    }
+
+    fn gid_removed(&self, _: Gid) {}
 }
 
 struct Panicky;
@@ -61,9 +80,19 @@ fn greet(listener: &UnixListener, reply: Frame) -> UnixStream {
     let (mut s, _) = listener.accept().unwrap();
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     match wire::read_frame(&mut s).unwrap() {
-        Some((0, Frame::Hello { version, pid, .. })) => {
+        Some((
+            0,
+            Frame::Hello {
+                version, pid, caps, ..
+            },
+        )) => {
             assert_eq!(version, wire::PROTOCOL_VERSION);
             assert_eq!(pid, std::process::id());
+            assert_eq!(
+                caps & CAP_GID_TYPE,
+                CAP_GID_TYPE,
+                "every client takes GID types"
+            );
         }
         other => panic!("{other:?}"),
     }
@@ -88,9 +117,10 @@ fn serves_gid_changes_and_acks_them() {
             wire::write_frame(s, seq, &frame).unwrap();
             wire::read_frame(s).unwrap().unwrap()
         }
-        let a = ask(&mut s, 1, Frame::GidAdd([1; 16]));
-        let b = ask(&mut s, 2, Frame::GidAdd([2; 16]));
-        let c = ask(&mut s, 3, Frame::GidAdd([3; 16]));
+        let a = ask(&mut s, 1, Frame::GidAdd([1; 16], None));
+        // A typed add reaches a sink without types as gid_added.
+        let b = ask(&mut s, 2, Frame::GidAdd([2; 16], Some(GidType::RoceV2)));
+        let c = ask(&mut s, 3, Frame::GidAdd([3; 16], None));
         // Ignorable unknown kinds are skipped without an answer.
         let unknown = Frame::Unknown {
             kind: 0x1ff,
@@ -124,6 +154,43 @@ fn serves_gid_changes_and_acks_them() {
 }
 
 #[test]
+fn gid_types_reach_the_sink() {
+    let (path, listener, _dir) = socket_path("typed");
+    let server = thread::spawn(move || {
+        let welcome = Frame::Welcome {
+            version: 1,
+            caps: CAP_GID_TYPE,
+            name: "fake-mux".into(),
+        };
+        let mut s = greet(&listener, welcome);
+        let adds = [
+            Frame::GidAdd([1; 16], Some(GidType::RoceV2)),
+            Frame::GidAdd([2; 16], Some(GidType::RoceV1)),
+            // Without the byte (a mux that did not grant it): RoCE v1.
+            Frame::GidAdd([3; 16], None),
+        ];
+        for (seq, add) in (1..).zip(adds) {
+            wire::write_frame(&mut s, seq, &add).unwrap();
+            let ack = wire::read_frame(&mut s).unwrap().unwrap();
+            assert_eq!(ack, (seq, Frame::Ack(AckStatus::Ok)));
+        }
+        s
+    });
+    let sink = Arc::new(Typed::default());
+    let client = FabricClient::connect(&path, sink.clone()).unwrap();
+    let _s = server.join().unwrap();
+    assert_eq!(client.caps(), CAP_GID_TYPE);
+    assert_eq!(
+        *sink.added.lock().unwrap(),
+        vec![
+            ([1; 16], GidType::RoceV2),
+            ([2; 16], GidType::RoceV1),
+            ([3; 16], GidType::RoceV1)
+        ]
+    );
+}
+
+#[test]
 fn dropping_the_client_disconnects() {
     let (path, listener, _dir) = socket_path("drop");
     let server = thread::spawn(move || {
@@ -150,7 +217,7 @@ fn refusals_and_bad_welcomes_fail_connect() {
                 name: String::new(),
             },
         );
-        greet(&listener, Frame::GidAdd([0; 16]));
+        greet(&listener, Frame::GidAdd([0; 16], None));
     });
     let sink = Arc::new(Table::default());
     let e = FabricClient::connect(&path, sink.clone()).err().unwrap();
@@ -170,7 +237,7 @@ fn a_panicking_sink_refuses_instead_of_dying() {
     let (path, listener, _dir) = socket_path("panic");
     let server = thread::spawn(move || {
         let mut s = greet(&listener, welcome());
-        wire::write_frame(&mut s, 7, &Frame::GidAdd([7; 16])).unwrap();
+        wire::write_frame(&mut s, 7, &Frame::GidAdd([7; 16], None)).unwrap();
         wire::read_frame(&mut s).unwrap().unwrap()
     });
     let _client = FabricClient::connect(&path, Arc::new(Panicky)).unwrap();

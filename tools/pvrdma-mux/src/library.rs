@@ -24,8 +24,9 @@ use std::time::Duration;
 use pvrdma_fabric::gid::GidFmt;
 use pvrdma_fabric::packet::Packet;
 use pvrdma_fabric::wire::{
-    self, AckStatus, Caps, Frame, CAP_DATA, FLAG_IGNORABLE, PROTOCOL_VERSION,
+    self, AckStatus, Caps, Frame, CAP_DATA, CAP_GID_TYPE, FLAG_IGNORABLE, PROTOCOL_VERSION,
 };
+use pvrdma_fabric::{Gid, GidType};
 
 use crate::registry::{lock, ConnId};
 use crate::server::Shared;
@@ -34,7 +35,7 @@ use crate::{log, sock};
 /// How long a new library connection may take to say HELLO.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
 /// The capabilities this mux grants when offered.
-const MUX_CAPS: Caps = CAP_DATA;
+const MUX_CAPS: Caps = CAP_DATA | CAP_GID_TYPE;
 /// Most bytes of packets waiting for one library: past it, packets to it
 /// are dropped (its QEMU is not reading; the senders' RC requests then time
 /// out, as on a congested fabric).
@@ -98,6 +99,16 @@ impl std::fmt::Display for PushError {
 }
 
 impl Library {
+    /// The GID_ADD of `gid`, of type `ty`, for this library (see [`gid_add`]).
+    pub fn gid_add(&self, gid: Gid, ty: GidType) -> Frame {
+        gid_add(self.caps, gid, ty)
+    }
+
+    /// Whether this library is told GID types (else its GIDs are RoCE v1).
+    pub fn takes_gid_types(&self) -> bool {
+        self.caps & CAP_GID_TYPE != 0
+    }
+
     /// Sends `frame` and waits up to `timeout` for its ACK.
     pub fn push_wait(&self, frame: &Frame, timeout: Duration) -> Result<AckStatus, PushError> {
         let (tx, rx) = mpsc::channel();
@@ -200,6 +211,13 @@ impl Library {
     }
 }
 
+/// The GID_ADD of `gid`, of type `ty`, for a library with capabilities
+/// `caps`: with the type only if it agreed on [`CAP_GID_TYPE`] (an older
+/// library refuses a GID_ADD that is not 16 bytes).
+pub fn gid_add(caps: Caps, gid: Gid, ty: GidType) -> Frame {
+    Frame::GidAdd(gid, (caps & CAP_GID_TYPE != 0).then_some(ty))
+}
+
 /// One line describing a frame, for the log.
 pub fn describe(frame: &Frame) -> String {
     match frame {
@@ -215,7 +233,14 @@ pub fn describe(frame: &Frame) -> String {
             name,
         } => format!("WELCOME v{version} caps=0x{caps:x} name={name:?}"),
         Frame::Error(reason) => format!("ERROR {reason:?}"),
-        Frame::GidAdd(g) => format!("GID_ADD {}", GidFmt(g)),
+        Frame::GidAdd(g, ty) => {
+            let ty = match ty {
+                Some(GidType::RoceV1) => " RoCEv1",
+                Some(GidType::RoceV2) => " RoCEv2",
+                None => "",
+            };
+            format!("GID_ADD {}{ty}", GidFmt(g))
+        }
         Frame::GidDel(g) => format!("GID_DEL {}", GidFmt(g)),
         Frame::Ack(AckStatus::Ok) => "ACK ok".into(),
         Frame::Ack(AckStatus::Refused(r)) => format!("ACK refused {r:?}"),
@@ -366,8 +391,8 @@ pub fn serve(mut stream: UnixStream, id: ConnId, shared: &Arc<Shared>) {
         };
         log!(shared.log, "{tag} -> {}", describe(&welcome));
         let mut ok = wire::write_frame(&mut *w, 0, &welcome).is_ok();
-        for gid in replay {
-            ok = ok && lib.send_locked(&mut w, &Frame::GidAdd(gid), None).is_ok();
+        for (gid, ty) in replay {
+            ok = ok && lib.send_locked(&mut w, &lib.gid_add(gid, ty), None).is_ok();
         }
         if !ok {
             drop(w);
@@ -499,4 +524,33 @@ fn write_packets(
 fn refuse(stream: &mut UnixStream, shared: &Shared, tag: &str, reason: String) {
     log!(shared.log, "{tag} -> ERROR {reason:?}; closing");
     let _ = wire::write_frame(stream, 0, &Frame::Error(reason));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const G: Gid = [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+
+    #[test]
+    fn gid_add_has_the_type_only_for_a_library_that_agreed() {
+        for ty in [GidType::RoceV1, GidType::RoceV2] {
+            assert_eq!(gid_add(CAP_GID_TYPE, G, ty), Frame::GidAdd(G, Some(ty)));
+            let both = CAP_DATA | CAP_GID_TYPE;
+            assert_eq!(gid_add(both, G, ty), Frame::GidAdd(G, Some(ty)));
+            // An older library: the 16 bytes it reads.
+            assert_eq!(gid_add(0, G, ty), Frame::GidAdd(G, None));
+            assert_eq!(gid_add(CAP_DATA, G, ty).encode(1).len(), 12 + 16);
+        }
+        assert_eq!(MUX_CAPS & CAP_GID_TYPE, CAP_GID_TYPE, "the mux grants it");
+    }
+
+    #[test]
+    fn describes_the_type_of_a_gid_add() {
+        let g = "fe80:0000:0000:0000:0000:0000:0000:0001";
+        let d = |ty| describe(&Frame::GidAdd(G, ty));
+        assert_eq!(d(Some(GidType::RoceV2)), format!("GID_ADD {g} RoCEv2"));
+        assert_eq!(d(Some(GidType::RoceV1)), format!("GID_ADD {g} RoCEv1"));
+        assert_eq!(d(None), format!("GID_ADD {g}"));
+    }
 }

@@ -17,6 +17,7 @@ use pvrdma_fabric::gid::GidFmt;
 use pvrdma_fabric::mad::MadHdr;
 use pvrdma_fabric::mux_msg::{ErrCode, MsgType, MuxMsg, OpCode, MSG_SIZE};
 use pvrdma_fabric::wire::{AckStatus, Frame};
+use pvrdma_fabric::{Gid, GidType};
 
 use crate::cm_route::{self, Decision};
 use crate::race::{Probe, RaceGuard, Unsettled, Verdict};
@@ -376,7 +377,19 @@ impl MadConn<'_> {
             return (ErrCode::Einval, None);
         }
         match req.op_code() {
-            Some(OpCode::Reg) => (self.register(req.sgid), None),
+            Some(OpCode::Reg) => match req.gid_type() {
+                Some(ty) => (self.register(req.sgid, ty), None),
+                None => {
+                    log!(
+                        self.shared.log,
+                        "{}: REG {}: unknown GID type {}; answering EINVAL",
+                        self.tag,
+                        GidFmt(&req.sgid),
+                        req.gid_type
+                    );
+                    (ErrCode::Einval, None)
+                }
+            },
             Some(OpCode::Unreg) => (self.unregister(req.sgid), None),
             Some(OpCode::Mad) => match req.mad_bytes() {
                 Some(mad) => (ErrCode::Ok, Some(mad.len())),
@@ -401,9 +414,9 @@ impl MadConn<'_> {
         }
     }
 
-    fn register(&mut self, gid: [u8; 16]) -> ErrCode {
+    fn register(&mut self, gid: Gid, ty: GidType) -> ErrCode {
         let g = GidFmt(&gid);
-        let lib = match self.shared.registry.claim_gid(self.id, self.pid, gid) {
+        let lib = match self.shared.registry.claim_gid(self.id, self.pid, gid, ty) {
             Ok(lib) => lib,
             Err(e) => {
                 let why = match e {
@@ -416,12 +429,17 @@ impl MadConn<'_> {
                 return e;
             }
         };
-        let outcome = lib.push_wait(&Frame::GidAdd(gid), self.shared.ack_timeout);
+        let outcome = lib.push_wait(&lib.gid_add(gid, ty), self.shared.ack_timeout);
         let keep = matches!(outcome, Ok(AckStatus::Ok));
         self.shared.registry.finish_claim(self.id, gid, keep);
         match outcome {
             Ok(AckStatus::Ok) => {
-                log!(self.shared.log, "{}: REG {g}: registered", self.tag);
+                let note = if ty != GidType::RoceV1 && !lib.takes_gid_types() {
+                    " (as RoCE v1: the library takes no GID types)"
+                } else {
+                    ""
+                };
+                log!(self.shared.log, "{}: REG {g}: registered{note}", self.tag);
                 ErrCode::Ok
             }
             Ok(AckStatus::Refused(reason)) => {

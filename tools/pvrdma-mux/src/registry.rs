@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use pvrdma_fabric::gid::{interface_id, GidFmt, ZERO_GID};
 use pvrdma_fabric::mux_msg::{ErrCode, MuxMsg};
-use pvrdma_fabric::Gid;
+use pvrdma_fabric::{Gid, GidType};
 
 use crate::cm_route::{CmTable, Decision};
 use crate::library::Library;
@@ -97,6 +97,8 @@ enum GidState {
 struct GidEntry {
     conn: ConnId,
     state: GidState,
+    /// The type its REG gave (pushed again when the library reconnects).
+    ty: GidType,
 }
 
 #[derive(Default)]
@@ -159,8 +161,9 @@ impl Registry {
     }
 
     /// Adds a library unless one is already connected for its PID. Returns
-    /// the GIDs that QEMU connections of that PID already own (to replay).
-    pub fn add_library(&self, lib: Arc<Library>) -> Result<Vec<Gid>, AlreadyConnected> {
+    /// the GIDs that QEMU connections of that PID already own, with their
+    /// types (to replay).
+    pub fn add_library(&self, lib: Arc<Library>) -> Result<Vec<(Gid, GidType)>, AlreadyConnected> {
         let mut inner = self.inner();
         if inner.libraries.contains_key(&lib.pid) {
             return Err(AlreadyConnected);
@@ -175,7 +178,7 @@ impl Registry {
             .filter(|(_, e)| {
                 e.state == GidState::Active && mad_conns.get(&e.conn).is_some_and(|c| c.pid == pid)
             })
-            .map(|(g, _)| *g)
+            .map(|(g, e)| (*g, e.ty))
             .collect())
     }
 
@@ -191,9 +194,15 @@ impl Registry {
         }
     }
 
-    /// Starts a REG: claims `gid` for connection `conn` (of process `pid`)
-    /// and returns the library to push it to.
-    pub fn claim_gid(&self, conn: ConnId, pid: u32, gid: Gid) -> Result<Arc<Library>, ErrCode> {
+    /// Starts a REG: claims `gid`, of type `ty`, for connection `conn` (of
+    /// process `pid`) and returns the library to push it to.
+    pub fn claim_gid(
+        &self,
+        conn: ConnId,
+        pid: u32,
+        gid: Gid,
+        ty: GidType,
+    ) -> Result<Arc<Library>, ErrCode> {
         let mut inner = self.inner();
         if gid == ZERO_GID {
             return Err(ErrCode::Einval);
@@ -215,6 +224,7 @@ impl Registry {
             GidEntry {
                 conn,
                 state: GidState::Claimed,
+                ty,
             },
         );
         Ok(lib)

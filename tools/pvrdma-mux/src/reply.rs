@@ -60,6 +60,7 @@ pub fn delivery(req: &MuxMsg, mad_len: usize, src: Gid, dest: Gid) -> MuxMsg {
             ..UmadHdr::default()
         },
         mad,
+        gid_type: 0, // a REG's only
     }
 }
 

@@ -7,13 +7,12 @@
 
 mod common;
 
-use std::os::unix::net::UnixStream;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use common::*;
 use pvrdma_fabric::packet::{Op, Packet};
-use pvrdma_fabric::wire::{self, Frame, CAP_DATA, PROTOCOL_VERSION};
+use pvrdma_fabric::wire::{self, Frame, CAP_DATA, CAP_GID_TYPE};
 use pvrdma_fabric::{FabricClient, PacketSink};
 
 /// Records the packets relayed to it.
@@ -50,25 +49,6 @@ fn data_library(t: &TestMux) -> (FabricClient, Arc<Packets>) {
     )
     .unwrap();
     (client, packets)
-}
-
-/// A library spoken to on the raw wire, offering `caps`: its socket, after
-/// the mux's welcome (which must grant `granted`).
-fn raw_library(t: &TestMux, name: &str, caps: u32, granted: u32) -> UnixStream {
-    let mut s = UnixStream::connect(&t.fabric).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    let hello = Frame::Hello {
-        version: PROTOCOL_VERSION,
-        pid: std::process::id(),
-        caps,
-        name: name.into(),
-    };
-    wire::write_frame(&mut s, 0, &hello).unwrap();
-    match wire::read_frame(&mut s).unwrap() {
-        Some((_, Frame::Welcome { caps, .. })) => assert_eq!(caps, granted),
-        other => panic!("{other:?}"),
-    }
-    s
 }
 
 fn packet(sgid: [u8; 16], dgid: [u8; 16], msg_id: u32) -> Packet {
@@ -125,7 +105,7 @@ fn a_library_without_the_data_path_gets_no_packets_and_may_send_none() {
     let t = TestMux::start("nocap");
     // A library that does not offer CAP_DATA is not granted it.
     let (client, _sink) = t.library();
-    assert_eq!(client.caps(), 0);
+    assert_eq!(client.caps(), CAP_GID_TYPE);
     assert!(client.packet_sender().is_none());
     drop(client);
     assert!(t.wait_libraries_closed(1));
@@ -153,7 +133,7 @@ fn a_malformed_data_frame_ends_the_session() {
     assert!(t.wait_libraries_closed(1), "{}", t.dump_log());
     // The mux still serves others.
     let (client, _) = data_library(&t);
-    assert_eq!(client.caps(), CAP_DATA);
+    assert_eq!(client.caps(), CAP_DATA | CAP_GID_TYPE);
 }
 
 #[test]
@@ -171,7 +151,7 @@ fn a_library_that_stops_reading_costs_the_mux_a_bounded_queue() {
         G1,
     ));
     match wire::read_frame(&mut s).unwrap() {
-        Some((seq, Frame::GidAdd(g))) if g == G1 => {
+        Some((seq, Frame::GidAdd(g, None))) if g == G1 => {
             let ack = Frame::Ack(pvrdma_fabric::wire::AckStatus::Ok);
             wire::write_frame(&mut s, seq, &ack).unwrap();
         }

@@ -45,6 +45,14 @@ fn bad_requests_get_einval() {
         assert_eq!(r.err_code(), Some(ErrCode::Einval), "umad_len {len}");
         assert_ne!(r.op_code, OpCode::Mad as u32);
     }
+    // A REG of a GID type QEMU does not define (patch 29: 0 and 1), checked
+    // before anything else (with no library, a good REG is ENOTFOUND).
+    for ty in [2, u32::MAX] {
+        assert_eq!(q.reg_typed(G1, ty), ErrCode::Einval, "gid_type {ty}");
+    }
+    assert!(t.wait_log("unknown GID type 2"), "{}", t.dump_log());
+    assert_eq!(t.mux.shared().registry.gid_count(), 0);
+
     // A MAD too short to route is still a MAD: answered OK, dropped.
     q.send_mad(G1, &[1, 7]);
     q.send_mad(G1, &[]);
@@ -140,7 +148,7 @@ fn garbage_on_the_fabric_socket_is_refused() {
     }
     // Not a HELLO first.
     let mut s = UnixStream::connect(&t.fabric).unwrap();
-    wire::write_frame(&mut s, 0, &Frame::GidAdd(G1)).unwrap();
+    wire::write_frame(&mut s, 0, &Frame::GidAdd(G1, None)).unwrap();
     assert!(matches!(
         wire::read_frame(&mut s).unwrap(),
         Some((_, Frame::Error(_)))
@@ -182,7 +190,7 @@ fn library_protocol_violations_end_the_session() {
     let mut q = t.qemu();
     let reg = std::thread::spawn(move || (q.reg(G1), q));
     let (seq, frame) = wire::read_frame(&mut s).unwrap().unwrap();
-    assert_eq!(frame, Frame::GidAdd(G1));
+    assert_eq!(frame, Frame::GidAdd(G1, None));
     wire::write_frame(&mut s, seq, &Frame::Ack(wire::AckStatus::Ok)).unwrap();
     let (err, _q) = reg.join().unwrap();
     assert_eq!(err, ErrCode::Ok);

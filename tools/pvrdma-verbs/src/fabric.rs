@@ -5,17 +5,24 @@
 use crate::engine;
 use crate::engine::route::RemoteFabric;
 use pvrdma_fabric::packet::Packet;
-use pvrdma_fabric::{FabricClient, Gid, GidSink, PacketSender, PacketSink, FABRIC_SOCKET_ENV};
+use pvrdma_fabric::{
+    FabricClient, Gid, GidSink, GidType, PacketSender, PacketSink, FABRIC_SOCKET_ENV,
+};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-/// Applies the mux's GID changes to the device's GID table.
+/// Applies the mux's GID changes to the device's GID table, with the type
+/// the guest bound each GID with (RoCE v1 from a mux that sends none).
 pub struct DeviceGids;
 
 impl GidSink for DeviceGids {
     fn gid_added(&self, gid: Gid) -> Result<(), String> {
-        let r = engine::lock().gids.add(gid);
-        crate::log::vlog!("gid_added", "{} -> {:?}", crate::fmt_gid(&gid), r);
+        self.gid_added_typed(gid, GidType::RoceV1)
+    }
+
+    fn gid_added_typed(&self, gid: Gid, ty: GidType) -> Result<(), String> {
+        let r = engine::lock().gids.add_typed(gid, ty);
+        crate::log::vlog!("gid_added", "{} {ty:?} -> {r:?}", crate::fmt_gid(&gid));
         r.map(|_| ())
     }
 
@@ -81,5 +88,30 @@ pub fn connect_if_configured() -> Result<(), i32> {
             );
             Err(e.raw_os_error().unwrap_or(libc::ECONNREFUSED))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gid_types_from_the_mux_reach_the_table() {
+        // Documentation prefix GIDs no other test of this binary adds.
+        let (v2, v1) = (
+            [0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x7e, 1],
+            [0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x7e, 2],
+        );
+        let sink = DeviceGids;
+        sink.gid_added_typed(v2, GidType::RoceV2).unwrap();
+        sink.gid_added(v1).unwrap();
+        assert_eq!(engine::lock().gids.gid_type(&v2), Some(GidType::RoceV2));
+        assert_eq!(engine::lock().gids.gid_type(&v1), Some(GidType::RoceV1));
+        // Bound again as RoCE v1 (the same entry, the new type).
+        sink.gid_added_typed(v2, GidType::RoceV1).unwrap();
+        assert_eq!(engine::lock().gids.gid_type(&v2), Some(GidType::RoceV1));
+        sink.gid_removed(v2);
+        sink.gid_removed(v1);
+        assert_eq!(engine::lock().gids.gid_type(&v2), None);
     }
 }

@@ -1,9 +1,10 @@
 //! Test support: a mux on temporary sockets, a fake QEMU mad connection, a
-//! fake verbs library (a real FabricClient with a recording sink), and CM MAD
-//! builders.
+//! fake verbs library (a real FabricClient with a recording sink, or a raw
+//! one on the wire), and CM MAD builders.
 
 #![allow(dead_code)]
 
+use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
@@ -13,7 +14,8 @@ use std::time::{Duration, Instant};
 
 use pvrdma_fabric::mad::{cm_attr, cm_mad};
 use pvrdma_fabric::mux_msg::{ErrCode, MsgType, MuxMsg, OpCode, MSG_SIZE};
-use pvrdma_fabric::{FabricClient, Gid, GidSink};
+use pvrdma_fabric::wire::{self, Frame, HEADER_SIZE, PROTOCOL_VERSION};
+use pvrdma_fabric::{FabricClient, Gid, GidSink, GidType};
 use pvrdma_mux::log::LogTarget;
 use pvrdma_mux::{Config, Mux};
 
@@ -164,6 +166,8 @@ pub enum Event {
 #[derive(Default)]
 pub struct TestSink {
     pub events: Mutex<Vec<Event>>,
+    /// The type each GID was last added with.
+    pub types: Mutex<HashMap<Gid, GidType>>,
     changed: Condvar,
     pub refuse: AtomicBool,
     pub delay_ms: AtomicU64,
@@ -172,6 +176,10 @@ pub struct TestSink {
 impl TestSink {
     pub fn events(&self) -> Vec<Event> {
         self.events.lock().unwrap().clone()
+    }
+
+    pub fn type_of(&self, gid: &Gid) -> Option<GidType> {
+        self.types.lock().unwrap().get(gid).copied()
     }
 
     pub fn wait_for(&self, ev: Event) -> bool {
@@ -191,6 +199,10 @@ impl TestSink {
 
 impl GidSink for TestSink {
     fn gid_added(&self, gid: Gid) -> Result<(), String> {
+        self.gid_added_typed(gid, GidType::RoceV1)
+    }
+
+    fn gid_added_typed(&self, gid: Gid, ty: GidType) -> Result<(), String> {
         let delay = self.delay_ms.load(Ordering::SeqCst);
         if delay > 0 {
             std::thread::sleep(Duration::from_millis(delay));
@@ -198,6 +210,7 @@ impl GidSink for TestSink {
         if self.refuse.load(Ordering::SeqCst) {
             return Err("GID table full".into());
         }
+        self.types.lock().unwrap().insert(gid, ty);
         self.record(Event::Added(gid));
         Ok(())
     }
@@ -249,7 +262,14 @@ impl FakeQemu {
     }
 
     pub fn reg(&mut self, gid: Gid) -> ErrCode {
-        let r = self.request(&MuxMsg::request(OpCode::Reg, gid));
+        self.reg_typed(gid, GidType::RoceV1 as u32)
+    }
+
+    /// A REG with a raw `gid_type` (QEMU patch 29).
+    pub fn reg_typed(&mut self, gid: Gid, gid_type: u32) -> ErrCode {
+        let mut m = MuxMsg::request(OpCode::Reg, gid);
+        m.gid_type = gid_type;
+        let r = self.request(&m);
         assert_eq!(r.msg_type(), Some(MsgType::Resp), "{r}");
         assert_eq!(r.op_code(), Some(OpCode::Reg), "{r}");
         r.err_code().unwrap()
@@ -310,6 +330,40 @@ pub fn assert_delivery(d: &MuxMsg, src: Gid, dest: Gid, mad: &[u8]) {
     assert_eq!(d.umad.addr.grh_present, 1);
     assert_eq!(d.umad_len as usize, mad.len());
     assert_eq!(&d.mad[..mad.len()], mad);
+}
+
+/// A library spoken to on the raw wire, offering `caps`: its socket, after
+/// the mux's welcome (which must grant `granted`).
+pub fn raw_library(t: &TestMux, name: &str, caps: u32, granted: u32) -> UnixStream {
+    let mut s = UnixStream::connect(&t.fabric).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let hello = Frame::Hello {
+        version: PROTOCOL_VERSION,
+        pid: std::process::id(),
+        caps,
+        name: name.into(),
+    };
+    wire::write_frame(&mut s, 0, &hello).unwrap();
+    match wire::read_frame(&mut s).unwrap() {
+        Some((_, Frame::Welcome { caps, .. })) => assert_eq!(caps, granted),
+        other => panic!("{other:?}"),
+    }
+    s
+}
+
+/// Reads one frame's bytes as they came: (seq, kind, payload).
+pub fn read_raw_frame(s: &mut UnixStream) -> (u32, u16, Vec<u8>) {
+    let mut hdr = [0u8; HEADER_SIZE];
+    s.read_exact(&mut hdr).unwrap();
+    let len = u32::from_le_bytes(hdr[0..4].try_into().unwrap()) as usize;
+    let mut payload = vec![0u8; len];
+    s.read_exact(&mut payload).unwrap();
+    let kind = u16::from_le_bytes([hdr[4], hdr[5]]);
+    (
+        u32::from_le_bytes(hdr[8..12].try_into().unwrap()),
+        kind,
+        payload,
+    )
 }
 
 /// CM data offset of REQ's primary remote port GID.

@@ -5,29 +5,18 @@
 //! [`pvrdma_fabric::GidSink`]) or, in tests, from [`crate::add_gid`] and
 //! [`crate::add_gid_typed`]. Each entry has a type, RoCE v1 unless added as
 //! RoCE v2: the type decides the network header a UD receive starts with
-//! ([`super::grh`]). The mux does not carry the type yet (QEMU's REG
-//! message has it from QEMU patch 29 on, tools/qemu/versions.md), so the
-//! guest's GIDs are RoCE v1 here.
+//! ([`super::grh`]). The guest's type comes from QEMU's REG (QEMU patch 29)
+//! through the mux's GID_ADD ([`crate::fabric::DeviceGids`]).
 
 use super::limits::GID_TABLE_LEN;
 use pvrdma_fabric::Gid;
+pub use pvrdma_fabric::GidType;
 
 /// The default GID at index 0: link-local fe80::200:5eff:fe00:5300, built
 /// from the documentation MAC 00:00:5e:00:53:00 (RFC 7042).
 pub const DEFAULT_GID: Gid = [
     0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x02, 0x00, 0x5e, 0xff, 0xfe, 0x00, 0x53, 0x00,
 ];
-
-/// The type of a GID: how packets from and to it are encapsulated (the
-/// guest binds each GID with one, pvrdma's CREATE_BIND `gid_type`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum GidType {
-    /// RoCE v1: an IB GRH over Ethernet.
-    #[default]
-    RoceV1,
-    /// RoCE v2: UDP over IPv4 (IPv4-mapped GIDs) or IPv6.
-    RoceV2,
-}
 
 /// The GID table of port 1.
 pub struct GidTable {
