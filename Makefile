@@ -15,7 +15,10 @@
 #   make series-review  checkpatch --strict, rustfmtcheck, clippy and rustdoc on the series
 #
 # Selection: make check MODELS=patched DRIVERS=c TESTS=ibv_rc_pingpong,ibv_devinfo
-#   MODELS   patched (QEMU 7.2 + tools/qemu/patches) and/or stock (Debian's QEMU 7.2)
+#   MODELS   patched (QEMU 7.2 + tools/qemu/patches, device version 20), patched-v18,
+#            patched-v17 (the same QEMU at an older device version: the tests whose header
+#            lists it, every test named by TESTS; patched-v19 on request) and/or stock
+#            (Debian's QEMU 7.2, version 17)
 #   DRIVERS  c (vmw_pvrdma) and/or rust (pvrdma)
 #   TESTS    names from `tools/target/release/pvrdma-lab list`; empty: all
 #   KERNEL_DEBUG=1  on the debug kernel (KASAN, KFENCE, UBSAN, ...) instead of the lab's
@@ -41,7 +44,7 @@ ifneq ($(filter-out 7.3,$(KERNEL)),)
 $(error KERNEL=$(KERNEL): the lab builds Linux 7.3 only (6.12 was removed with issue 15))
 endif
 
-MODELS ?= patched,stock
+MODELS ?= patched,patched-v18,patched-v17,stock
 DRIVERS ?= c,rust
 MODULE_DIR := $(TOP)
 # KERNEL_DEBUG=1: the debug kernel (tools/lab/kernel/debug.config: KASAN, KFENCE, UBSAN,
@@ -104,7 +107,7 @@ RUN_SETTINGS = --guest-env "$(LAB_ENV)" --time-factor $(TIME_FACTOR) $(if $(JOBS
 	$(if $(filter 1,$(REFERENCE_PAIRS)),--reference-pairs)
 TESTS ?=
 LAB_TESTS ?= ibv_rc_pingpong,rping,two_guests
-LAB_MODELS ?= $(MODELS)
+LAB_MODELS ?= patched,stock
 RESULTS ?= $(TOP)/results
 
 CARGO ?= cargo
@@ -112,7 +115,7 @@ LAB := $(TOP)/tools/target/release/pvrdma-lab
 
 # Each model's QEMU is prepared only when a run uses it (an empty MODELS means
 # every model): the patched one built, the stock one unpacked.
-uses_patched = $(if $(strip $(1)),$(filter patched,$(subst $(comma), ,$(1))),patched)
+uses_patched = $(if $(strip $(1)),$(filter patched%,$(subst $(comma), ,$(1))),patched)
 uses_stock = $(if $(strip $(1)),$(filter stock,$(subst $(comma), ,$(1))),stock)
 comma := ,
 QEMU_FOR_LAB := $(if $(call uses_patched,$(LAB_MODELS)),qemu) $(if $(call uses_stock,$(LAB_MODELS)),stock-qemu)

@@ -5,7 +5,8 @@
 # script runs under the host's /bin/sh and every tool is the host's. The runner
 # (tools/pvrdma-lab) passes what to do on the kernel command line, under names
 # that are not module parameters of any module that will ever be loaded:
-#   lab.model=NAME        the device model (patched or stock QEMU; only recorded)
+#   lab.model=NAME        the device model (patched, patched-vN or stock QEMU; only recorded)
+#   lab.device_version=N  the pvrdma device version the model presents (17 to 20)
 #   lab.driver=c|rust     which driver this run is for (only recorded)
 #   lab.module=PATH       the RDMA driver module to insmod
 #   lab.kdir=PATH         the test kernel's build dir (modules.order: dependencies)
@@ -246,6 +247,7 @@ stage parse-cmdline
 
 # --- What to do ----------------------------------------------------------------
 LAB_MODEL=
+LAB_DEVICE_VERSION=
 LAB_DRIVER=
 LAB_MODULE=
 LAB_KDIR=
@@ -254,6 +256,7 @@ LAB_TESTS=
 for arg in $lab_cmdline; do
 	case "$arg" in
 	lab.model=*) LAB_MODEL=${arg#lab.model=} ;;
+	lab.device_version=*) LAB_DEVICE_VERSION=${arg#lab.device_version=} ;;
 	lab.driver=*) LAB_DRIVER=${arg#lab.driver=} ;;
 	lab.module=*) LAB_MODULE=${arg#lab.module=} ;;
 	lab.kdir=*) LAB_KDIR=${arg#lab.kdir=} ;;
@@ -271,7 +274,7 @@ for arg in $lab_cmdline; do
 		lab_name=${lab_assignment%%=*}
 		case "$lab_name" in
 		LAB_*[!A-Z0-9_]* | LAB_) setup_failed "bad variable '$lab_name' on the kernel command line" ;;
-		LAB_DRIVER | LAB_MODEL | LAB_MODULE* | LAB_DEV | LAB_IP | LAB_DIR | LAB_RESULTS | LAB_KDIR | LAB_TESTS) setup_failed "lab.env.$lab_name on the kernel command line: $lab_name is the run's own, not a setting" ;;
+		LAB_DRIVER | LAB_MODEL | LAB_DEVICE_VERSION | LAB_MODULE* | LAB_DEV | LAB_IP | LAB_DIR | LAB_RESULTS | LAB_KDIR | LAB_TESTS) setup_failed "lab.env.$lab_name on the kernel command line: $lab_name is the run's own, not a setting" ;;
 		LAB_*) export "$lab_name=${lab_assignment#*=}" && log "guest environment: $lab_assignment" ;;
 		*) setup_failed "bad variable '$lab_name' on the kernel command line" ;;
 		esac
@@ -279,8 +282,8 @@ for arg in $lab_cmdline; do
 	esac
 done
 # (LAB_KDIR: tests that load the kernel's own modules use modules.sh with it)
-export LAB_MODEL LAB_DRIVER LAB_KDIR
-log "model=$LAB_MODEL driver=$LAB_DRIVER module=$LAB_MODULE tests=$LAB_TESTS"
+export LAB_MODEL LAB_DEVICE_VERSION LAB_DRIVER LAB_KDIR
+log "model=$LAB_MODEL device_version=$LAB_DEVICE_VERSION driver=$LAB_DRIVER module=$LAB_MODULE tests=$LAB_TESTS"
 # Each test NAME:SECONDS, as many as there are results shares.
 lab_n=0
 lab_list=$(echo "$LAB_TESTS" | busybox tr ',' ' ')
@@ -297,6 +300,10 @@ done
 [ "$lab_n" -ge 1 ] && [ "$lab_n" -eq "$lab_slots" ] || setup_failed "bad lab.tests '$LAB_TESTS' ($lab_slots results shares)"
 case "$LAB_MODEL" in
 *[!a-z0-9_-]*) setup_failed "bad lab.model '$LAB_MODEL'" ;;
+esac
+case "$LAB_DEVICE_VERSION" in
+17 | 18 | 19 | 20) ;;
+*) setup_failed "bad lab.device_version '$LAB_DEVICE_VERSION' (17 to 20)" ;;
 esac
 # The lab's addresses are 192.0.2.0/24's (documentation) only.
 for lab_addr in "$LAB_IP" ${LAB_PEER_IP:+"$LAB_PEER_IP"}; do

@@ -8,7 +8,8 @@
 # Set by init.sh before a test runs: LAB_DEV (RDMA device), LAB_GID_INDEX (index
 # of the GID of LAB_IP), LAB_IP, LAB_NETDEV (the vmxnet3 interface), LAB_RESULTS
 # (a writable directory copied back to the host), LAB_DRIVER (c or rust),
-# LAB_MODEL (the device model: patched or stock), LAB_MODULE and
+# LAB_MODEL (the device model: patched, patched-v17/18/19 or stock),
+# LAB_DEVICE_VERSION (the pvrdma device version it presents, 17 to 20), LAB_MODULE and
 # LAB_MODULE_NAME (the driver's .ko and its module name, whose driver init.sh
 # has checked is the one bound to LAB_DEV's PCI function).
 
@@ -59,6 +60,36 @@ lab_gid_index() {
 		i=$((i + 1))
 	done
 	return 1
+}
+
+# lab_check_gid_types TAG: every GID in port 1's table has the type the device
+# version asks for: RoCE v2 from version 18 (the device reports RoCE v2 only,
+# so ib_core adds RoCE v2 GIDs only and rdma_cm can use no other), RoCE v1
+# before. Says so in the test's summary.
+lab_check_gid_types() {
+	if [ "$LAB_DEVICE_VERSION" -ge 18 ]; then
+		want="RoCE v2"
+	else
+		want="IB/RoCE v1"
+	fi
+	port=/sys/class/infiniband/$LAB_DEV/ports/1
+	i=0
+	n=0
+	while [ -r "$port/gids/$i" ]; do
+		gid=$(cat "$port/gids/$i" 2>/dev/null)
+		case "$gid" in
+		"" | 0000:0000:0000:0000:0000:0000:0000:0000) ;;
+		*)
+			type=$(cat "$port/gid_attrs/types/$i" 2>&1)
+			[ "$type" = "$want" ] ||
+				lab_fail "$1: GID $i ($gid) is '$type', not '$want' at device version $LAB_DEVICE_VERSION"
+			n=$((n + 1))
+			;;
+		esac
+		i=$((i + 1))
+	done
+	[ "$n" -ge 1 ] || lab_fail "$1: no GID in $port/gids"
+	lab_summary "device version $LAB_DEVICE_VERSION: $n GIDs, each $want (so rdma_cm's)"
 }
 
 # lab_first_device: prints the name of the first RDMA device.

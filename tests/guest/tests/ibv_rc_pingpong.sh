@@ -1,6 +1,7 @@
 #!/bin/sh
 # lab-about: ibv_rc_pingpong server and client in the guest, -g <GID of 192.0.2.1> --chk, sizes 1, 4096 and 65536
 # lab-timeout: 420
+# lab-versions: 17,18
 . "$LAB_DIR/lib.sh"
 
 port=18515

@@ -1,6 +1,7 @@
 #!/bin/sh
 # lab-about: ibv_srq_pingpong server and client in the guest (16 QPs on one SRQ), -g <GID of 192.0.2.1> --chk, sizes 1 and 4096
 # lab-timeout: 300
+# lab-versions: 18
 . "$LAB_DIR/lib.sh"
 
 port=18515

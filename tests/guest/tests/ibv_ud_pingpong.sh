@@ -1,6 +1,7 @@
 #!/bin/sh
 # lab-about: ibv_ud_pingpong server and client in the guest, -g <GID of 192.0.2.1> --chk, sizes 1 and the port's active MTU
 # lab-timeout: 300
+# lab-versions: 18
 . "$LAB_DIR/lib.sh"
 
 # A UD message must fit the path MTU (the tool refuses larger sizes).

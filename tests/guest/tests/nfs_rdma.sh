@@ -84,7 +84,7 @@ lab_note "nfsd: $(cat /proc/fs/nfsd/versions), listening on $(cat /proc/fs/nfsd/
 # CPUs were logged, the arm ran on CPU 0 and the interrupt went to CPU 1).
 arm_notify=
 cpu1_online=/sys/devices/system/cpu/cpu1/online
-if [ "$LAB_DRIVER" = rust ] && [ "$LAB_MODEL" = patched ]; then
+if [ "$LAB_DRIVER" = rust ] && [ "$LAB_MODEL" != stock ]; then
 	lab_build_test pvrdma_fault
 	stale_file=/sys/class/infiniband/$LAB_DEV/ports/1/hw_counters/stale_events
 	stale_before=$(cat "$stale_file") || lab_fail "cannot read $stale_file"

@@ -1,6 +1,7 @@
 #!/bin/sh
 # lab-about: rping -v -V (rdma_cm, RC; RDMA READ and WRITE, event-driven CQs) server and client in the guest on 192.0.2.1: 1 ping of 32 bytes, 100 of 64, 20 of 4096, 10 of 65000, data verified
 # lab-timeout: 300
+# lab-versions: 17,18
 . "$LAB_DIR/lib.sh"
 
 port=7480
@@ -32,3 +33,4 @@ for run in 32:1 64:100 4096:20 65000:10; do
 	lab_summary "rping -S $size -C $count: $count pings of $size bytes, data verified (-V)"
 	port=$((port + 1))
 done
+lab_check_gid_types rping

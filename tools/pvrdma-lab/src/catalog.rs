@@ -11,7 +11,9 @@
 //! 200 RTU`: of the first MAD routed with that CM attribute), and whether it
 //! needs a guest of its own rather than one it shares with other tests
 //! (`# lab-own-guest: WHY`: it leaves the kernel or the device in a state the
-//! next test must not inherit).
+//! next test must not inherit), and at which older pvrdma device versions a
+//! default run takes it (`# lab-versions: 17,18`: the patched QEMU presenting
+//! version 17 and 18, besides 20; model.rs).
 
 use std::fmt::Display;
 use std::fs;
@@ -55,6 +57,9 @@ pub struct GuestTest {
     pub mad_burst_of: Option<&'static str>,
     /// Why the test needs a guest of its own (none: it may share one).
     pub own_guest: Option<String>,
+    /// The older device versions (17 to 19) a default run takes it at, from
+    /// `# lab-versions:`.
+    pub versions: Vec<u32>,
 }
 
 /// Whether `name` can name a test: it is passed on the guest's kernel command
@@ -113,6 +118,7 @@ pub fn discover(dir: &Path) -> Result<Vec<GuestTest>, String> {
             mad_burst: header.mad_burst,
             mad_burst_of: header.mad_burst_of,
             own_guest,
+            versions: header.versions,
         });
     }
     tests.sort_by(|a, b| a.name.cmp(&b.name));
@@ -130,6 +136,7 @@ struct Header {
     mad_burst: u16,
     mad_burst_of: Option<&'static str>,
     own_guest: Option<String>,
+    versions: Vec<u32>,
 }
 
 /// Whether `arg` may go on the guest's kernel command line as one argument:
@@ -178,6 +185,7 @@ fn parse_header(text: &str) -> Result<Header, String> {
         mad_burst: 1,
         mad_burst_of: None,
         own_guest: None,
+        versions: Vec::new(),
     };
     for line in text.lines().take_while(|l| l.starts_with('#')) {
         if let Some(value) = line.strip_prefix("# lab-about:") {
@@ -219,6 +227,14 @@ fn parse_header(text: &str) -> Result<Header, String> {
                     ))
                 }
             };
+        } else if let Some(value) = line.strip_prefix("# lab-versions:") {
+            for word in value.split(',') {
+                let version = number_in("lab-versions", word, 17..=19, "")?;
+                if header.versions.contains(&version) {
+                    return Err(format!("lab-versions: {version} twice"));
+                }
+                header.versions.push(version);
+            }
         } else if let Some(value) = line.strip_prefix("# lab-kernel-args:") {
             for arg in value.split_whitespace() {
                 if !valid_kernel_arg(arg) {
@@ -244,6 +260,16 @@ mod tests {
     use super::*;
 
     #[test]
+    fn versions_header() {
+        let text = "#!/bin/sh\n# lab-versions: 18, 17\n";
+        assert_eq!(parse_header(text).unwrap().versions, [18, 17]);
+        for bad in ["20", "16", "17,17", "", "x"] {
+            let text = format!("#!/bin/sh\n# lab-versions: {bad}\n");
+            assert!(parse_header(&text).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
     fn header_fields() {
         let text = "#!/bin/sh\n# lab-about: checks things\n# lab-timeout: 42\n# lab-kernel-args: kunit.enable=1 quiet\n. lib.sh\n# lab-timeout: 7\n";
         assert_eq!(
@@ -257,6 +283,7 @@ mod tests {
                 mad_burst: 1,
                 mad_burst_of: None,
                 own_guest: None,
+                versions: Vec::new(),
             })
         );
     }
@@ -274,6 +301,7 @@ mod tests {
                 mad_burst: 1,
                 mad_burst_of: None,
                 own_guest: None,
+                versions: Vec::new(),
             })
         );
         assert_eq!(

@@ -330,6 +330,7 @@ const KNOWN_VALUE_OPTIONS: &[&str] = &[
 pub const RUN_IDENTITY: &[&str] = &[
     "LAB_DRIVER",
     "LAB_MODEL",
+    "LAB_DEVICE_VERSION",
     "LAB_MODULE*",
     "LAB_DEV",
     "LAB_IP",

@@ -120,7 +120,7 @@ pub fn lookup(model: DeviceModel, driver: Driver, test: &str) -> Option<&'static
     catalogue()
         .known_failures
         .iter()
-        .find(|k| k.model == model && k.test == test && k.driver.is_none_or(|d| d == driver))
+        .find(|k| k.model.covers(model) && k.test == test && k.driver.is_none_or(|d| d == driver))
 }
 
 /// Why `test` cannot run on `model`, if it cannot.
@@ -128,7 +128,7 @@ pub fn not_applicable(model: DeviceModel, test: &str) -> Option<&'static NotAppl
     catalogue()
         .not_applicable
         .iter()
-        .find(|n| n.model == model && n.test == test)
+        .find(|n| n.model.covers(model) && n.test == test)
 }
 
 /// Why a test `model` cannot run is skipped there (its TAP `# SKIP`).

@@ -125,7 +125,7 @@ impl Layout {
     pub fn qemu(&self, model: DeviceModel) -> &Path {
         match model {
             DeviceModel::Stock => &self.qemu_stock,
-            DeviceModel::Patched => &self.qemu_patched,
+            _ => &self.qemu_patched,
         }
     }
 }

@@ -5,6 +5,7 @@
 //! failure it is, its note naming the stale excuse to delete. README's table
 //! of tools, drivers and device models is copied from it.
 
+use crate::model::DeviceModel;
 use crate::tap::TapResult;
 
 /// The results of a run. Rows and columns come in the plan's order (see
@@ -72,6 +73,11 @@ impl Matrix {
                 "c" => "C",
                 "rust" => "Rust",
                 other => other,
+            };
+            // The column says which device version it ran (model.rs).
+            let model = match DeviceModel::parse(model) {
+                Ok(m) => format!("{} v{}", m.family().name(), m.device_version()),
+                Err(_) => model.to_string(),
             };
             out.push_str(&format!(" {model} · {driver} |"));
         }
@@ -148,7 +154,7 @@ mod tests {
         m.record("bad-name", &TapResult::Pass);
         assert_eq!(
             m.render(),
-            "| test | patched · C | patched · Rust | stock · C | stock · Rust |\n\
+            "| test | patched v20 · C | patched v20 · Rust | stock v17 · C | stock v17 · Rust |\n\
              |---|---|---|---|---|\n\
              | `rping` | pass | pass | n/a [1] | n/a [1] |\n\
              | `ucmatose` | **FAIL** [2] | not run | known failure [3] | not run |\n\
@@ -179,7 +185,7 @@ mod tests {
         );
         let table = m.render();
         let mut lines = table.lines();
-        assert_eq!(lines.next(), Some("| test | stock · C |"));
+        assert_eq!(lines.next(), Some("| test | stock v17 · C |"));
         assert_eq!(lines.next(), Some("|---|---|"));
         assert_eq!(
             lines.next(),
@@ -213,7 +219,7 @@ mod tests {
         m.record("stock/c/a", &TapResult::Fail("late".into()));
         assert_eq!(
             m.render(),
-            "| test | patched · C | stock · C |\n\
+            "| test | patched v20 · C | stock v17 · C |\n\
              |---|---|---|\n\
              | `a` | not run | **FAIL** [1] |\n\
              | `b` | pass | n/a [2] |\n\

@@ -212,6 +212,8 @@ fn run_sides(
             bzimage: &layout.bzimage,
             init: &layout.init,
             model: model.name(),
+            device_version: model.device_version(),
+            version_property: model.version_property().is_some(),
             driver: side.driver.name(),
             module: side.module,
             kernel_dir: &layout.kernel_dir,

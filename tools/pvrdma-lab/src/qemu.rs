@@ -51,6 +51,12 @@ pub struct Guest<'a> {
     pub init: &'a Path,
     /// `lab.model=`: the device model's name (only recorded by the guest).
     pub model: &'a str,
+    /// The pvrdma device version the guest's device presents (17 to 20),
+    /// `lab.device_version=` for the tests.
+    pub device_version: u32,
+    /// Whether QEMU is told it (`-device pvrdma,version=N`): the stock QEMU
+    /// has no such property and is always 17.
+    pub version_property: bool,
     /// `lab.driver=`.
     pub driver: &'a str,
     /// The driver module the guest loads.
@@ -108,10 +114,11 @@ impl Guest<'_> {
         let mut line = format!(
             "console=ttyS0 panic=-1 rcupdate.rcu_expedited=1 root=hostroot rootfstype=9p \
              rootflags=trans=virtio,version=9p2000.L,msize=262144,cache=loose ro \
-             init={init} lab.model={model} lab.driver={driver} lab.module={module} lab.kdir={kdir} \
-             lab.tests={tests}",
+             init={init} lab.model={model} lab.device_version={version} lab.driver={driver} \
+             lab.module={module} lab.kdir={kdir} lab.tests={tests}",
             init = cmdline_path(self.init)?,
             model = self.model,
+            version = self.device_version,
             driver = self.driver,
             module = cmdline_path(self.module)?,
             kdir = cmdline_path(self.kernel_dir)?,
@@ -224,11 +231,15 @@ impl Guest<'_> {
                 format!("{nic},netdev=lab0,mac={}", link.mac),
             ]),
         }
+        let mut pvrdma = "pvrdma,addr=0x4.1,mad-chardev=mad0".to_string();
+        if self.version_property {
+            pvrdma.push_str(&format!(",version={}", self.device_version));
+        }
         args.extend([
             "-chardev".into(),
             format!("socket,id=mad0,path={}", option_path(self.mad_socket)?),
             "-device".into(),
-            "pvrdma,addr=0x4.1,mad-chardev=mad0".into(),
+            pvrdma,
         ]);
         args.extend_from_slice(other_shares);
         Ok(args.into_iter().map(OsString::from).collect())
@@ -286,6 +297,8 @@ mod tests {
             bzimage: Path::new("/k/bzImage"),
             init: Path::new("/c/tests/guest/init.sh"),
             model: "patched",
+            device_version: 20,
+            version_property: true,
             driver: "c",
             module: Path::new("/k/vmw_pvrdma.ko"),
             kernel_dir: Path::new("/k"),
@@ -306,10 +319,23 @@ mod tests {
         let args = args_of(&g);
         assert!(args.contains(&"local,id=results1,path=/r,,x,security_model=none".to_string()));
         assert!(args.contains(&"virtio-9p-pci,fsdev=results1,mount_tag=results1".to_string()));
-        assert!(args.contains(&"pvrdma,addr=0x4.1,mad-chardev=mad0".to_string()));
+        assert!(args.contains(&"pvrdma,addr=0x4.1,mad-chardev=mad0,version=20".to_string()));
         let append = g.append().unwrap();
         assert!(append.contains(" lab.tests=ibv_devinfo:120"));
-        assert!(append.contains(" init=/c/tests/guest/init.sh lab.model=patched lab.driver=c "));
+        assert!(append.contains(
+            " init=/c/tests/guest/init.sh lab.model=patched lab.device_version=20 lab.driver=c "
+        ));
+    }
+
+    #[test]
+    fn the_stock_qemu_is_not_told_a_version() {
+        let slots = [slot("ibv_devinfo", 120, "/r")];
+        let mut g = guest(&slots);
+        g.model = "stock";
+        g.device_version = 17;
+        g.version_property = false;
+        assert!(args_of(&g).contains(&"pvrdma,addr=0x4.1,mad-chardev=mad0".to_string()));
+        assert!(g.append().unwrap().contains(" lab.device_version=17 "));
     }
 
     #[test]

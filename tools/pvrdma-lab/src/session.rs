@@ -230,6 +230,8 @@ pub fn run_guest(
         bzimage: &layout.bzimage,
         init: &layout.init,
         model: model.name(),
+        device_version: model.device_version(),
+        version_property: model.version_property().is_some(),
         driver: driver.name(),
         module,
         kernel_dir: &layout.kernel_dir,
