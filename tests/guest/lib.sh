@@ -62,6 +62,18 @@ lab_gid_index() {
 	return 1
 }
 
+# lab_devinfo_gid A.B.C.D: a regular expression for how `ibv_devinfo -v`
+# prints the GID of the IPv4 address and its type at the device's version:
+# RoCE v2 from 18 (the device reports RoCE v2 only), an IPv4-mapped GID then
+# printed as an address (::ffff:a.b.c.d); RoCE v1 before, printed in hex.
+lab_devinfo_gid() {
+	if [ "$LAB_DEVICE_VERSION" -ge 18 ]; then
+		echo "::ffff:$(echo "$1" | sed 's/\./\\./g'), RoCE v2"
+	else
+		echo "$(lab_ipv4_gid "$1"), RoCE v1"
+	fi
+}
+
 # lab_check_gid_types TAG: every GID in port 1's table has the type the device
 # version asks for: RoCE v2 from version 18 (the device reports RoCE v2 only,
 # so ib_core adds RoCE v2 GIDs only and rdma_cm can use no other), RoCE v1

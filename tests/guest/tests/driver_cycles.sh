@@ -24,7 +24,7 @@ esac
 [ "$cycles" -ge 1 ] || lab_fail "LAB_CYCLES must be at least 1, not $cycles"
 [ -r "$LAB_MODULE" ] || lab_fail "LAB_MODULE '$LAB_MODULE' is not a readable module (init.sh exports it)"
 [ -n "$LAB_MODULE_NAME" ] || lab_fail "LAB_MODULE_NAME is not set (init.sh exports it)"
-gid=$(lab_ipv4_gid "$LAB_IP")
+gid=$(lab_devinfo_gid "$LAB_IP")
 
 # Kernel messages that report trouble, at the start of a message (after the
 # timestamp), as tools/pvrdma-lab/src/kernel_log.rs reads them.
@@ -92,7 +92,7 @@ while [ "$i" -le "$cycles" ]; do
 	lab_check_exit "cycle $i: ibv_devinfo -v -d $LAB_DEV" $? "$out" 60
 	lab_expect "$out" "^hca_id:[[:space:]]+$LAB_DEV\$" "cycle $i: device"
 	lab_expect "$out" "^[[:space:]]+state:[[:space:]]+PORT_ACTIVE \(4\)\$" "cycle $i: port state"
-	lab_expect "$out" "^[[:space:]]+GID\[ *$LAB_GID_INDEX\]:[[:space:]]+$gid, RoCE v1\$" "cycle $i: GID of $LAB_IP"
+	lab_expect "$out" "^[[:space:]]+GID\[ *$LAB_GID_INDEX\]:[[:space:]]+$gid\$" "cycle $i: GID of $LAB_IP"
 	check_dmesg "cycle $i"
 
 	# Traffic through the freshly loaded driver: data checked, then the

@@ -17,9 +17,9 @@ lab_expect "$out" "^[[:space:]]+phys_port_cnt:[[:space:]]+1\$" "one port"
 lab_expect "$out" "^[[:space:]]+port:[[:space:]]+1\$" "port 1"
 lab_expect "$out" "^[[:space:]]+state:[[:space:]]+PORT_ACTIVE \(4\)\$" "port state"
 lab_expect "$out" "^[[:space:]]+link_layer:[[:space:]]+Ethernet\$" "link layer"
-gid=$(lab_ipv4_gid "$LAB_IP")
-lab_expect "$out" "^[[:space:]]+GID\[ *$LAB_GID_INDEX\]:[[:space:]]+$gid, RoCE v1\$" "GID of $LAB_IP"
-lab_note "ibv_devinfo: $LAB_DEV port 1 PORT_ACTIVE, Ethernet, GID[$LAB_GID_INDEX] $gid (RoCE v1)"
+gid=$(lab_devinfo_gid "$LAB_IP")
+lab_expect "$out" "^[[:space:]]+GID\[ *$LAB_GID_INDEX\]:[[:space:]]+$gid\$" "GID of $LAB_IP"
+lab_note "ibv_devinfo: $LAB_DEV port 1 PORT_ACTIVE, Ethernet, GID[$LAB_GID_INDEX] $(lab_ipv4_gid "$LAB_IP") (device version $LAB_DEVICE_VERSION: $(lab_devinfo_gid "$LAB_IP" | sed 's/.*, //'))"
 
 # The system image GUID: QEMU's model leaves it 0, which rdma-core takes for
 # "none"; the Rust driver reports the node GUID then, the C driver the 0.
