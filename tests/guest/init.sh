@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
 # PID 1 of a lab guest (see Documentation/lab.md).
 #
 # The guest's root is the host's root, shared read-only over virtio-9p, so this

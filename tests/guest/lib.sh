@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # Shared helpers of the lab's guest tests, sourced by init.sh and by every
 # tests/<name>.sh (see Documentation/lab.md).
 #

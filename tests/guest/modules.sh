@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # Loading kernel modules in a lab guest, sourced by init.sh.
 #
 # The guest has no /lib/modules for the test kernel (its root is the host's),

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # NVMe over RDMA in one guest, sourced by the tests that use it (nvme_rdma,
 # nvme_fio): nvmet exports a RAM disk on an RDMA port at this guest's
 # address and the host side connects to it through the driver under test.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0
 /*
  * wc_audit.so: counts the work completions a program polls, for tests whose
  * tools do not check them (udaddy counts any completion, of any status, as a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Generates the rdma-core `<infiniband/verbs.h>` struct layouts with bindgen,
 //! so every `#[repr(C)]` type the exported verbs read or write is the one the
 //! C compiler sees (bindgen also emits compile-time size/offset assertions).

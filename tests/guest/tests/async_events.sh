@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
 # lab-about: async events seen by ibv_asyncwatch: the vmxnet3 link down and up gives exactly one IBV_EVENT_PORT_ERR then one IBV_EVENT_PORT_ACTIVE and the port's state follows (DOWN, then ACTIVE); an IPv4 address added to and removed from the vmxnet3 gives IBV_EVENT_GID_CHANGE and its GID appears in and leaves the GID table; dmesg free of oops/WARN
 # lab-timeout: 240
 . "$LAB_DIR/lib.sh"

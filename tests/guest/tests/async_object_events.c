@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0
 /*
  * async_object_events: the affiliated async events a device raises about its
  * QPs, CQs and SRQs, triggered from user space and read with

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
 # lab-about: 20 cycles of rmmod / insmod of the driver under test, each waiting for the device, port 1 ACTIVE and the GID of 192.0.2.1, then ibv_devinfo -v (PORT_ACTIVE, GID), and every 10th an ibv_rc_pingpong --chk; no oops, WARN, BUG or lockdep report in dmesg during the cycles, no kmemleak object after them
 # lab-timeout: 900
 . "$LAB_DIR/lib.sh"

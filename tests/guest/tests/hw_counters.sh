@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
 # lab-about: the port's hardware counters (sysfs ports/1/hw_counters/ and `rdma statistic`): the Rust driver's commands, command_errors, interrupts, async_events, cq_notifications, stale_events, read before and after an ibv_rc_pingpong (with completion events on the patched model): commands grow, and with events CQ notifications and interrupts (without them no interrupt: the commands, answered inside the register write, take none), no command error or stale event, `rdma statistic` shows the same names and values as sysfs; the C driver keeps no counters (checked absent, noted)
 # lab-timeout: 300
 . "$LAB_DIR/lib.sh"

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
 # lab-about: ibv_devinfo -v shows the pvrdma device, port 1 PORT_ACTIVE, link layer Ethernet, the GID of 192.0.2.1, a non-zero node GUID and system image GUID (the C driver's 0 is noted), a page_size_cap with the page size (the C driver's 0 on the stock model is noted); rdma link shows the link, rdma dev the device (node type ca, the same node GUID)
 # lab-timeout: 120
 . "$LAB_DIR/lib.sh"

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
 # lab-about: ibv_srq_pingpong server and client in the guest (16 QPs on one SRQ), -g <GID of 192.0.2.1> --chk, sizes 1 and 4096
 # lab-timeout: 300
 # lab-versions: 18

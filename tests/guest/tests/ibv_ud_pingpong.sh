@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
 # lab-about: ibv_ud_pingpong server and client in the guest, -g <GID of 192.0.2.1> --chk, sizes 1 and the port's active MTU
 # lab-timeout: 300
 # lab-versions: 18

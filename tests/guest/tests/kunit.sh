@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
 # lab-about: the kernel's KUnit suites, run at boot (kunit.enable=1): the `kernel` crate's doctests (rust/'s included) and the suites of the series (rust_rdma_object_table, rust_rdma_device_name, rust_rdma_port_event, rust_rdma_cq, rust_rdma_umem, rust_rdma_mmap, rust_rdma_wr_id, rust_rdma_modify_srq_attr, rust_rdma_modify_qp_attr, rust_rdma_fw_str, rust_rdma_sysfs, rust_net_device, rust_pci_irq_flags) all pass, none skipped, read from the KTAP report in dmesg
 # lab-timeout: 120
 # lab-kernel-args: kunit.enable=1

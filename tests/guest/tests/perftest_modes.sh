@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
 # lab-about: perftest beyond the defaults, server and client in the guest: ib_send_bw over rdma_cm (-R, connection through QP1 and the mux), ib_send_bw and ib_send_lat sleeping on CQ events (-e), ib_send_bw on UD QPs (-c UD), bidirectional ib_send_bw (-b), ib_write_bw on 4 QPs (-q 4): each runs to completion with no error and reports figures (in notes.txt)
 # lab-timeout: 900
 . "$LAB_DIR/lib.sh"

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
 # lab-about: perftest ib_write_bw, ib_read_bw (64 KiB), ib_write_lat, ib_read_lat (64 B), RC, -x <GID of 192.0.2.1>, server and client in the guest: one-sided RDMA WRITE and READ run to completion and report figures (in notes.txt; latencies in TSC cycles)
 # lab-timeout: 900
 # lab-versions: 17,18

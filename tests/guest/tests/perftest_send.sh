@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
 # lab-about: perftest ib_send_bw (64 KiB) and ib_send_lat (64 B), RC, -x <GID of 192.0.2.1>, server and client in the guest: two-sided SEND/RECV run to completion and report figures (in notes.txt; latencies in TSC cycles)
 # lab-timeout: 600
 # lab-versions: 18

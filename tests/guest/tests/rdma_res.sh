@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
 # lab-about: `rdma res` (iproute2's resource tracking) while an ibv_rc_pingpong server (PD, CQ, QP, MR), an ibv_srq_pingpong server (SRQ) and then a ucmatose server (a listening cm_id on 192.0.2.1) wait for a client: each object is listed with the server's process (and ibv_rc_pingpong's user context), both drivers; with -dd the Rust driver adds its own details to every QP, CQ, SRQ and MR (the device's handle, where the rings are, page counts), also for the kernel's own QP1 and CQ, the C driver none (checked absent, noted); once a server is gone, no object of any kind rdma res lists (qp, cm_id, pd, mr, cq, ctx, srq) is left of it
 # lab-timeout: 300
 . "$LAB_DIR/lib.sh"

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
 # lab-about: librdmacm's tools, server and client in the guest on 192.0.2.1 over rdma_cm: rdma_server/rdma_client (one message each way, both end with status 0); rstream and riostream (rsockets: 4 KiB x 100 transfers x 4 iterations each way with data verification, -T v); rcopy (a 1 MiB file of random bytes copied and compared byte for byte); cmtime (16 connections set up and torn down, its per-step figures in notes.txt); dmesg free of oops/WARN
 # lab-timeout: 600
 . "$LAB_DIR/lib.sh"

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
 # lab-about: what the device does not offer fails at once with an error, never a hang or a kernel report: UC QPs (ibv_uc_pingpong), XRC (ibv_xsrq_pingpong), atomics (ib_atomic_bw, server and client), multicast (mckey); each tool must exit non-zero within 30 s having said why (the atomics client on the stock model, which sends atomics as SENDs that wait for a receive: once the server is stopped at 45 s)
 # lab-timeout: 300
 . "$LAB_DIR/lib.sh"

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
 # lab-about: rping -v -V (rdma_cm, RC; RDMA READ and WRITE, event-driven CQs) server and client in the guest on 192.0.2.1: 1 ping of 32 bytes, 100 of 64, 20 of 4096, 10 of 65000, data verified
 # lab-timeout: 300
 # lab-versions: 17,18

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
 # lab-about: the device's sysfs attributes (hw_rev, hca_type, board_id, node_guid, fw_ver, ...), hw_rev, hca_type and board_id as the C driver gives them, read in the initial network namespace and in a second one (RDMA netns mode shared: the core's compat device) give the same values; dmesg free of oops/WARN (a driver that reaches its device from a compat device's struct device by container_of reads another object: KASAN reports it on a kernel that has KASAN)
 # lab-timeout: 120
 . "$LAB_DIR/lib.sh"

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
 # lab-about: two guests, one fabric, one-sided RDMA and events: the server guest (192.0.2.1) and the client guest (192.0.2.2), each with its own QEMU, pvrdma and driver, joined by the mux: rping -V (rdma_cm; the server RDMA-READs the client's buffer and RDMA-WRITEs it back; 10 pings of 65000 bytes), ibv_rc_pingpong -e --chk, ib_write_bw and ib_read_lat, data verified on both sides
 # lab-timeout: 400
 # lab-versions: 18

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
 # lab-about: a peer that dies and comes back: the client guest (B, 192.0.2.2) receives ib_send_bw from the server guest (A, 192.0.2.1) until the runner SIGKILLs B's QEMU mid-transfer; A's sender must fail with an error completion (retry exceeded or flush) and exit, not hang, with a clean kernel; then B boots again, re-registers its GID while A is still up, and ibv_rc_pingpong --chk between A and the new B passes
 # lab-timeout: 300
 # lab-guests: 2

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
 # lab-about: two guests, one fabric, two-sided: the server guest (192.0.2.1) and the client guest (192.0.2.2), each with its own QEMU, pvrdma and driver, joined by the mux: ibv_rc_pingpong --chk (4096 and 65536 bytes), ibv_srq_pingpong --chk, ibv_ud_pingpong --chk, ib_send_bw, ib_send_lat and udaddy (SIDR through the mux; the 20 messages and 20 replies received are counted), data checked on both sides
 # lab-timeout: 400
 # lab-guests: 2

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
 # lab-about: ucmatose -P ib (rdma_cm, RC, IB port space, IP addresses) server and client in the guest on 192.0.2.1, 4 connections x 10 messages: connection setup over QP1 through the mux
 # lab-timeout: 300
 . "$LAB_DIR/lib.sh"

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
 # lab-about: udaddy (rdma_cm, UD: SIDR over QP1 through the mux) server and client in the guest on 192.0.2.1, 4 address resolutions x 10 messages; the work completions both poll are counted (wc_audit.c): the server receives every message and the client every reply, each 100 bytes after a 40-byte GRH, none failed
 # lab-timeout: 300
 # lab-versions: 18

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0
 /*
  * uverbs_fuzz: a bounded, seeded fuzzer of the uverbs ABI against the RDMA driver.
  *

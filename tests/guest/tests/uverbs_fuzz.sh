@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
 # lab-about: uverbs_fuzz.c (built by the host's make guest-programs, else in the guest): a seeded fuzzer writes random uverbs commands (PD, CQ, QP, SRQ, MR, AH: create, modify, query, destroy; random sizes, handles, flags, states, ring buffers and truncated udata) from two threads per process, each process ending cleanly (every destroy must succeed), by exit or by SIGKILL mid-command; no process may crash, every kind of object must have been created, no object may be left in `rdma res` afterwards, the device must still carry an ibv_rc_pingpong, dmesg free of oops/WARN
 # lab-timeout: 600
 . "$LAB_DIR/lib.sh"

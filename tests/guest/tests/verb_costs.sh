@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
 # lab-about: verb_costs.c (built by the host's make guest-programs, else in the guest): what each control-path verb (PD, CQ, MR, QP create/modify to INIT, RTR, RTS/destroy, SRQ, AH) costs the kernel, counted over 64 calls each, not timed: device commands (the Rust driver's hardware counter; for the C driver, which keeps none, its response interrupts, with the device's interrupts and the program on CPU 0), interrupts, the caller's context switches (sleeps) and its kmalloc, kmem_cache and page allocations (perf counters on kmem tracepoints); exactly one command per call (creating an address handle: the provider's port query; destroying one: none), and one interrupt per command for the C driver, none for the Rust driver (the device answers inside the register write, and the Rust driver keeps the response interrupt off but while a command waits); the Rust driver's MRs, registered after CQs were destroyed, allocate no pages for their page directories (fewer than one page allocation per call)
 # lab-timeout: 240
 . "$LAB_DIR/lib.sh"

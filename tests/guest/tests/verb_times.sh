@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
 # lab-about: verb_costs.c in its timing mode (built by the host's make guest-programs, else in the guest): each control-path verb (PD, CQ, MR of 64 KiB, QP create, modify to INIT, RTR, RTS and destroy, SRQ, AH) 64 times in a phase of its own, the whole sequence 8 rounds over, wall time per call, twice with the device's interrupts on CPU 1: the program pinned to CPU 1 ("near": it takes the command interrupts itself) and to CPU 0 ("far": the other vCPU takes them); every call succeeds and every phase of every round reports a time; the figures are the benchmark's per-verb rows (make bench), not judged here
 # lab-timeout: 360
 . "$LAB_DIR/lib.sh"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0
 /*
  * verbs_badinput: bad input from user space to the RDMA driver, case by case.
  *

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
 # lab-about: verbs_badinput.c (built by the host's make guest-programs, else in the guest): raw uverbs commands with bad udata lengths, requests longer than the provider's struct (a set byte past it EOPNOTSUPP, zeros accepted, by both drivers), bogus/unaligned ring buffers, zero and huge sizes, unknown handles and handles of another context, bad QP attributes, destroying objects in use, mmaps of the uverbs file at another offset or length than the doorbell page's (or private); each must get an errno (C-driver-accepts lines list what the C driver lets through; the Rust driver is excused nothing), the device must still work, dmesg free of oops/WARN
 # lab-timeout: 300
 . "$LAB_DIR/lib.sh"

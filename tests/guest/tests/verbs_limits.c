@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0
 /*
  * verbs_limits: the device's reported maxima, asked for through libibverbs
  * the way an application would.

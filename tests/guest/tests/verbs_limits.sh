@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
 # lab-about: verbs_limits.c (built by the host's make guest-programs, else in the guest): CQs, QPs (RC, UD) and an SRQ at the device's reported max_cqe, max_qp_wr and max_srq_wr (and half of them) through libibverbs must be granted and their receive queues take every granted receive; one past each maximum must be refused with EINVAL; a UD QP of 0xffffffff send WRs through ibv_create_qp_ex must not be accepted (rdma-core's provider turning it into 1 is reported as that library's defect); dmesg free of oops/WARN
 # lab-timeout: 240
 . "$LAB_DIR/lib.sh"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0
 /*
  * verbs_ops: the work-request semantics the lab's pvrdma patches give the
  * device, checked from user space in one process: two RC QPs of one device

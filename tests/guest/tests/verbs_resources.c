@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0
 /*
  * verbs_resources: many verbs objects at once, used, destroyed, twice over.
  *

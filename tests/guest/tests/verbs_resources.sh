@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
 # lab-about: verbs_resources.c (built by the host's make guest-programs, else in the guest): 256 CQs, 256 QPs (224 RC connected pairwise, 32 UD) and MRs from 4 KiB doubling to the device's max_mr_size, all used with SEND/RECV checked byte by byte, destroyed (every destroy returns 0), twice; then PDs, CQs, MRs churned past the device's limits; no kernel objects left (rdma resource), kmemleak clean, dmesg free of oops/WARN; with LAB_RESOURCES_PLACEMENTS (make bench) the rounds again with the program pinned near and far from the device's interrupts
 # lab-timeout: 420
 . "$LAB_DIR/lib.sh"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! The library side of the fabric control protocol: [`FabricClient`].
 //!
 //! Two threads serve a session: the reader takes frames from the mux (GID

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Printing GIDs for logs.
 
 use std::fmt;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! The lab's fabric: how the software verbs device inside each QEMU process
 //! (`pvrdma-verbs`, loaded with `LD_PRELOAD`) and the rdmacm-mux daemon
 //! (`pvrdma-mux`) agree on which GIDs exist and who owns them.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! The common MAD header (IBTA vol. 1, 13.4.2) and the CM class constants
 //! (IBTA vol. 1, chapter 12; Linux `include/rdma/ib_cm.h`).
 //!

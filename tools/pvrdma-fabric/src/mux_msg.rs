@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! The rdmacm-mux message exchanged between QEMU's pvrdma backend and the mux
 //! over the `mad-chardev` unix socket.
 //!

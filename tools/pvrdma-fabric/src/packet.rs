@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Data-path packets between the verbs libraries of two QEMU processes,
 //! carried in DATA frames ([`crate::wire::kind::DATA`]) that the mux relays
 //! by destination GID.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! The fabric control protocol between `pvrdma-mux` and each QEMU's verbs
 //! library, spoken over the unix stream socket named by
 //! [`FABRIC_SOCKET_ENV`](crate::FABRIC_SOCKET_ENV).

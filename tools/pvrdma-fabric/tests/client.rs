@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! FabricClient against a scripted fake mux.
 
 use std::os::unix::net::{UnixListener, UnixStream};

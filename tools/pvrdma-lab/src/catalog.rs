@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! The guest tests: one shell script per test in `tests/guest/tests/`, whose
 //! header says what it checks (`# lab-about: ...`), how long it may run in
 //! the guest (`# lab-timeout: SECONDS`) and what the guest's kernel command

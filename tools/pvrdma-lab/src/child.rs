@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Child processes that cannot outlive the runner: each runs in its own process
 //! group (so a terminal's Ctrl-C reaches only the runner, which then ends them
 //! in order), gets SIGKILL if the runner dies (PR_SET_PDEATHSIG), and is killed

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! The command line: `pvrdma-lab run [options]`, `pvrdma-lab list`,
 //! `pvrdma-lab bench-report [options]`.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! What a guest wrote into its results directory (the writable 9p share), as
 //! `tests/guest/init.sh` writes it:
 //!

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Finding kernel trouble in a guest's dmesg and console log: oops, BUG, WARN,
 //! KASAN/UBSAN reports, lockdep reports, hung tasks and RCU stalls, kmemleak
 //! reports, panics, spurious interrupts, page allocation failures, hard lockups, and any

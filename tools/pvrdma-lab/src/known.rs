@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! What a test is excused for, and nothing more: the limits of a device model
 //! and the verbs the Rust driver does not implement yet. The entries are data,
 //! in `known-failures.toml` ([`crate::known_failures`]); this is how they apply.

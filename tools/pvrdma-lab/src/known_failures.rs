@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! The lab's excuses, `known-failures.toml`: embedded in the runner, read and checked once.
 //! The file is the catalogue (what is excused, where, and why); [`crate::known`] and
 //! [`crate::reference_bugs`] are the matchers that apply it. A file that does not check out

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Where the lab's parts are: the checkout's guest scripts and Rust module, the
 //! cached test kernel, the host tools built in `tools/target/release`.
 

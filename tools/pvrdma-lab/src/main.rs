@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! `pvrdma-lab`: runs the lab's guest tests under QEMU's pvrdma for each device
 //! model and driver and reports TAP; reports the statistics of the benchmark's
 //! repetitions (see Documentation/lab.md).

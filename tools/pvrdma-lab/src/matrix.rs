@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! The results of a run as a markdown table (`<results>/matrix.md`): one row
 //! per test, one column per device model and driver, and the cause of every
 //! result other than a pass as a numbered note under the table (the same

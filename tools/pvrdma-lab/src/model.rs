@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! The device models a test can run on: two builds of QEMU 7.2's pvrdma.
 //!
 //! - `stock`: Debian 12's unmodified `qemu-system-x86_64` (package

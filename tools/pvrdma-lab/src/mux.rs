@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Starting `pvrdma-mux` (the rdmacm-mux QEMU's pvrdma talks to) and waiting
 //! until it listens: it prints `pvrdma-mux: ready` on stderr then.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! One two-guest test: a server guest and a client guest, each with its own
 //! QEMU, pvrdma and driver, on one mux (which relays rdma_cm's MADs and the
 //! data path between the two QEMUs' software verbs devices) and one link

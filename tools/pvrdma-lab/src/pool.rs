@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Guests side by side: `workers` threads take the plan's entries from one
 //! queue and hand what each started and finished to the reporting thread as it
 //! happens. Each guest is a QEMU with single-threaded TCG, so a 2-core machine

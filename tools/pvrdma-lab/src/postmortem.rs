@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! What a QEMU that overran its time was doing, taken before the runner kills
 //! it: the backtraces of all its threads (gdb, batch mode), and from them one
 //! line for the verdict: where the vCPU thread was. A vCPU running guest code

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! The QEMU command line of a lab guest (Documentation/lab.md explains each part).
 
 use std::ffi::OsString;

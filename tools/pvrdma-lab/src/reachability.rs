@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Every entry of `known-failures.toml` still matches the evidence it was written for, and
 //! a near miss of that evidence does not (tests/fixtures/known-failures; its README says how
 //! the evidence is laid out). An entry without evidence fails here: an excuse cannot be added

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Known kernel reports that are not the Rust driver's: bugs of the reference C
 //! driver (vmw_pvrdma) itself, and bugs of the kernel outside both drivers that
 //! the debug kernel's checkers expose on paths the tests take.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Why a step of a run could not go on.
 
 /// Why a step of a run could not go on.

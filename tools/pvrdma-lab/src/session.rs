@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! One test with one driver on one device model in a guest of its own: a fresh
 //! mux and a fresh QEMU, a wall-clock limit, and every log kept in
 //! `<results>/<model>/<driver>/<test>/` (shared.rs runs several tests in one).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Several tests in one guest (`--tests-per-guest`): one mux, one QEMU, the
 //! tests one after the other, each with the driver loaded afresh and removed
 //! after, each reporting into its own results directory. A guest's boot, its

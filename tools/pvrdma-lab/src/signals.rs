@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Ctrl-C and friends: SIGINT, SIGTERM and SIGHUP only set a flag, which every
 //! waiting loop of the runner checks, so that the runner can kill its children
 //! and report before it exits.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! The run's skip set, checked (issue 41 §1.3): the entries a run skips (TAP
 //! `# SKIP`, `n/a` in the results table) are exactly those that the
 //! [`not_applicable`](crate::known::NotApplicable) entries of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! TAP output (one line per driver/test, a plan, `# ...` diagnostics) and the
 //! closing `N passed, N failed[, N skipped][, N todo]` line. Everything printed
 //! is also written to `<results>/summary.tap`, and the results as a table to

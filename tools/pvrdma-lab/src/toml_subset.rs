@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! A strict subset of TOML, enough for the lab's data file (`known-failures.toml`) and no
 //! more: the lab builds offline from the crates in tools/Cargo.lock, which has no TOML
 //! parser. What this reads, a TOML parser reads the same; what it does not know it refuses

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Judging one test from what the guest reported, how QEMU ended, whether the
 //! mux stayed up, and what the kernel logged.
 

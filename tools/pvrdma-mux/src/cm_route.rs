@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Finding the destination of a CM MAD (management class 0x07).
 //!
 //! QEMU sends only the source GID of a guest's QP1 send; the destination must

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Unit tests of CM routing decisions (no sockets).
 
 use std::collections::HashSet;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! pvrdma-mux: an rdmacm-mux for QEMU 7.2's pvrdma device that needs no RDMA
 //! hardware. QEMU processes connect to its mad socket (their `mad-chardev`),
 //! the software verbs library inside each QEMU connects to its fabric socket;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! The mux side of the fabric control protocol: one thread per verbs library
 //! connection, and [`Library`], through which QEMU connection threads push
 //! GID changes and wait for the ACK, and other libraries' reader threads

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! The mux's log: one line per event, to a file, stderr, or memory (tests).
 
 use std::fmt;

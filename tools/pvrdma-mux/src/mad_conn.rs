@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! One QEMU connection on the mad socket: answers REG/UNREG/MAD requests,
 //! routes MADs, and writes MAD deliveries to QEMU.
 //!

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! `pvrdma-mux --mad-socket PATH --fabric-socket PATH [--log FILE] [--ack-timeout-ms N]
 //! [--mad-burst N [--mad-burst-of ATTR]]`
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Keeping unsolicited MAD deliveries out of QEMU's request/response exchange.
 //!
 //! QEMU 7.2 (`hw/rdma/rdma_backend.c`) reads the mad chardev in two ways:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! The mux's shared state: QEMU connections, verbs libraries (by PID), GID
 //! ownership and the CM comm-ID records.
 //!

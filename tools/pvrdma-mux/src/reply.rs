@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! The messages the mux writes to QEMU: RESPs and MAD deliveries.
 
 use pvrdma_fabric::mux_msg::{

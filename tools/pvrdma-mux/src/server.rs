@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! The two listening sockets, their accept loops, and shutdown.
 
 use std::collections::HashMap;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Unix socket facilities std does not offer: peer credentials, queue
 //! lengths, polling with a sub-millisecond timeout, and socket path hygiene.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! The `pvrdma-mux` binary: start-up, the ready line, stale sockets, the log
 //! file and shutdown on SIGTERM / SIGINT.
 

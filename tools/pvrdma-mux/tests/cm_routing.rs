@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! CM MAD routing through the mux between fake QEMU connections.
 
 mod common;

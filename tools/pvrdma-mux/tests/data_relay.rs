@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! The data path through the mux: packets are relayed to the library that
 //! owns their destination GID, only from a library whose process owns their
 //! source GID, and only between libraries that agreed on CAP_DATA; a

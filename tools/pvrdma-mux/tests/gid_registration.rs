@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! REG / UNREG against a fake verbs library: ACK wait, refusal, timeout,
 //! ownership, GID types, replay and cleanup.
 

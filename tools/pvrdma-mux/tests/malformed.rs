@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Malformed, short and hostile input on both sockets: answered with an
 //! error or the connection dropped, never a crash.
 

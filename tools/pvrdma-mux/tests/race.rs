@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! The request/delivery race of QEMU's mad chardev (see src/race.rs).
 
 mod common;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Heap-allocated C structs handed out to the caller by pointer.
 
 use std::ptr::NonNull;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! The connection to the mux's fabric socket, which pushes the guest's GIDs
 //! into this device's GID table and carries the data path to the QPs of
 //! other QEMU processes ([`crate::engine::remote`]).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! The FFI boundary: errno and panic containment.
 //!
 //! Every exported function runs its body through [`guard`], so a panic never

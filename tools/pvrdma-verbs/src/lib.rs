@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! A software RDMA device for QEMU 7.2's pvrdma device model.
 //!
 //! QEMU's pvrdma backend (`hw/rdma/rdma_backend.c`) drives a host verbs

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Optional per-call debug log: one line per verb call, appended to the file
 //! named by `PVRDMA_VERBS_LOG`; off when the variable is unset.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Compiles `tests/c/smoke.c` against rdma-core's headers and libibverbs,
 //! and runs it with this crate's cdylib preloaded, as QEMU runs (with the
 //! debug log on).

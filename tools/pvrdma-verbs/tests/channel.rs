@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Completion channels: a pollable fd, arm/ack semantics, destroy with
 //! outstanding events, and QEMU's completion thread against vCPU posters.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Device, port and GID queries, as QEMU's realize and the guest's
 //! `ibv_devinfo` (through QEMU) drive them.
 

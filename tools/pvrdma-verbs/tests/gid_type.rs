@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! A GID's type end to end: QEMU's REG (`gid_type`, QEMU patch 29) ->
 //! pvrdma-mux -> GID_ADD -> this device's GID table -> the header a UD
 //! receive starts with. One device in this process, joined to a real mux

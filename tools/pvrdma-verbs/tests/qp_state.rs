@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! The QP state machine through ibv_modify_qp/ibv_query_qp, and CQ overflow.
 
 #![warn(clippy::undocumented_unsafe_blocks)]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! RC data path: pingpong with SG lists, RNR wait, unsignaled sends, RDMA,
 //! and every error completion with its QP state consequence.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! The data path to another process, one packet at a time: a QP of this
 //! process is connected to a QP "behind" a GID this device does not own,
 //! the packets it sends are recorded instead of leaving, and the test plays

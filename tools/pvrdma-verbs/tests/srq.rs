@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Shared receive queues.
 
 #![warn(clippy::undocumented_unsafe_blocks)]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Two processes, one fabric: this test process and a child (this same test
 //! binary, run as `peer`) each hold one software verbs device, joined by a
 //! real pvrdma-mux, as two QEMU processes are in the lab. Each registers its

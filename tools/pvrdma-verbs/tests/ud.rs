@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! UD data path: AH, GRH at the start of the receive buffer, Q_Keys, drops,
 //! and the send-queue-error state.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! The repetitions of a benchmark, read from the results directory that
 //! `tools/lab/bench` fills:
 //!

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! One metric's comparison of the drivers: each driver's median, the Rust/C
 //! ratio of the medians, its bootstrap interval, and what that interval
 //! shows.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! The figures a benchmark run leaves in its test directories, read from the
 //! lines the guest writes (the formats `tests/guest/lib.sh` and
 //! `tests/guest/tests/verbs_resources.c` print):

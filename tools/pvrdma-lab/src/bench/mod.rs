@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! `pvrdma-lab bench-report`: the statistics of the repetitions
 //! `tools/lab/bench` ran. It reads each repetition's figures and TAP results,
 //! leaves out the runs that failed, and compares the drivers metric by

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Which runs of a repetition passed, from the TAP the runner wrote
 //! (`crate::tap`): `ok 3 - patched/c/perftest_send`, `not ok 4 -
 //! patched/rust/verbs_resources # cause`, and the `# kernel: DIR` comment of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! The report's text: the table of comparisons as markdown (`bench.md`, with
 //! a header saying what was measured and how) and as plain columns for the
 //! terminal.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! The statistics of the benchmark: medians, percentiles and a percentile
 //! bootstrap of the ratio of two medians.
 //!

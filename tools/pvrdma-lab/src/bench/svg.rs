@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! `bench.svg`: one row per metric, the Rust/C ratio of medians as a dot and
 //! its 95% interval as a bar, on a logarithmic axis with a line at 1.00 (a
 //! log axis so that 0.8 and 1.25, the same difference seen from either

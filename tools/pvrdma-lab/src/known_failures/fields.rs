@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! The keys of one table of `known-failures.toml`, read as what they say (a model, a
 //! driver, a frame, ...) and checked: every error names the entry and its line, and a key
 //! left unread is an unknown key, not one quietly ignored.

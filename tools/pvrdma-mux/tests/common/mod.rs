@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Test support: a mux on temporary sockets, a fake QEMU mad connection, a
 //! fake verbs library (a real FabricClient with a recording sink, or a raw
 //! one on the wire), and CM MAD builders.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Completion channels: a queue of CQ events plus an eventfd that is
 //! readable exactly while the queue is non-empty.
 //!

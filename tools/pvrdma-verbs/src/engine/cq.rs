@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Completion queues: capacity, overflow, arming and event accounting.
 
 use super::limits::{MAX_CQ, MAX_CQE};

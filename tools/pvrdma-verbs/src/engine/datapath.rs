@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! The data path: posting work and executing it between QPs.
 //!
 //! Posted sends wait in their QP's send queue and execute in order while

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Fast registration: work requests that register and invalidate MRs.
 //!
 //! The kernel's consumers (nvme-rdma, xprtrdma, iSER) allocate MRs without

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Port 1's GID table.
 //!
 //! Index 0 holds a fixed default GID (QEMU refuses index 0 as a source GID);

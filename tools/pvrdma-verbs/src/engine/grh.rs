@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! The 40 bytes a UD receive buffer starts with: the network header of the
 //! datagram, as hardware writes it for the type of the GID it came to.
 //!

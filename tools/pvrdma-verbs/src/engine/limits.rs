@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! The device's fixed identity and limits (what `ibv_query_device` and
 //! `ibv_query_port` report, and what the verbs enforce).
 //!

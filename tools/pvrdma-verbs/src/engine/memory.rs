@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Access to registered memory: SGE and remote-key checks, gather and
 //! scatter.
 //!

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! The software RDMA engine: every verbs object of this process and the data
 //! path between them, behind one mutex.
 //!

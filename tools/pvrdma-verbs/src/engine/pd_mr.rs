@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Protection domains and memory regions.
 
 use super::limits::{MAX_MR, MAX_MR_SIZE, MAX_PD};

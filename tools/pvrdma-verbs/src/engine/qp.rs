@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Queue pairs: creation, destruction, queries.
 
 use super::limits::{MAX_INLINE_DATA, MAX_QP, MAX_QP_WR, MAX_SGE};

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! `ibv_modify_qp`: the QP state machine, with the required and optional
 //! attribute masks of each transition (the kernel's `qp_state_table` in
 //! `drivers/infiniband/core/verbs.c`, for RC and UD).

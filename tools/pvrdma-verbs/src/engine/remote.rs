@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! RC and UD between QPs of two processes: the requester's and the
 //! responder's halves of the fabric's data path ([`pvrdma_fabric::packet`]).
 //!

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Transport retry timeouts.
 //!
 //! An RC request nobody answers (no such QP, not connected back, GID not

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Routing: where a destination GID lives.
 //!
 //! Every QP of this QEMU process lives in this engine, so a GID in this

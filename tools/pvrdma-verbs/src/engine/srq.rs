@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Shared receive queues.
 
 use super::limits::{MAX_SRQ, MAX_SRQ_SGE, MAX_SRQ_WR};

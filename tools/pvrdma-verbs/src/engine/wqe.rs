@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Work requests as the engine keeps them, and the completions it produces.
 
 use crate::ffi;

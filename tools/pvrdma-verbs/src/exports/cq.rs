@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Completion channels and completion queues.
 
 use crate::engine::{self, cq::DestroyCq};

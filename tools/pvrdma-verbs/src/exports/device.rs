@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Device list, contexts, and the query verbs.
 
 use crate::engine::{self, context::device_ptr, limits};

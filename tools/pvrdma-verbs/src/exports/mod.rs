@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! The exported `ibv_*` symbols (bound in place of libibverbs' versioned
 //! ones when this library is preloaded) and the `ibv_context_ops` entries
 //! the inline verbs dispatch through.

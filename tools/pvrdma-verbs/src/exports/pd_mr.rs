@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Protection domains and memory registration.
 
 use crate::engine;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! The data-path ops: `post_send`, `post_recv`, `post_srq_recv`.
 //!
 //! WRs are taken in list order; the first one refused stops the walk, is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Queue pairs.
 
 use crate::engine::{self, qp::QpRequest};

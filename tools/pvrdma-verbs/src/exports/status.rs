@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! `ibv_wc_status_str`.
 
 use crate::ffi;

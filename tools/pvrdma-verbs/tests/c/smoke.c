@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * C smoke test: a libibverbs program, compiled against rdma-core's
  * <infiniband/verbs.h> and linked with -libverbs, run with the software

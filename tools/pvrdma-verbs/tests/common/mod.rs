@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Test helpers that drive the exported C ABI the way QEMU's
 //! `rdma_backend.c` does: through the exported `ibv_*` symbols and the
 //! `context->ops` pointers the inline verbs use.
