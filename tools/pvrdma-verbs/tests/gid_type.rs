@@ -12,15 +12,13 @@ use common::*;
 use pvrdma_fabric::gid::ipv4_mapped_gid;
 use pvrdma_fabric::mux_msg::{ErrCode, MsgType, MuxMsg, OpCode, MSG_SIZE};
 use pvrdma_fabric::{Gid, GidType, FABRIC_SOCKET_ENV};
-use pvrdma_mux::log::LogTarget;
-use pvrdma_mux::{Config, Mux};
 use pvrdma_verbs::exports::ah::*;
 use pvrdma_verbs::ffi::*;
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::ptr::null_mut;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 const QKEY: u32 = 0x1111_1111;
@@ -67,30 +65,10 @@ fn ah(pd: *mut ibv_pd, dgid: Gid, sgid_index: u8) -> *mut ibv_ah {
     ah
 }
 
-struct TempDir(PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 #[test]
 fn the_type_of_a_reg_decides_the_ud_receive_header() {
-    let dir = TempDir(std::env::temp_dir().join(format!("pvrdma-verbs-gt-{}", std::process::id())));
-    let _ = std::fs::remove_dir_all(&dir.0);
-    std::fs::create_dir_all(&dir.0).unwrap();
-    let (mad, fabric) = (dir.0.join("mad.sock"), dir.0.join("fabric.sock"));
-    let log = Arc::new(Mutex::new(Vec::new()));
-    let _mux = Mux::start(Config {
-        mad_socket: mad.clone(),
-        fabric_socket: fabric.clone(),
-        ack_timeout: Duration::from_secs(2),
-        log: LogTarget::Memory(Arc::clone(&log)),
-        mad_burst: 1,
-        mad_burst_of: None,
-    })
-    .unwrap();
+    let mux = TestMux::start("gt");
+    let (mad, fabric, log) = (mux.mad.clone(), mux.fabric.clone(), Arc::clone(&mux.log));
     // The device connects to the mux on its first open.
     std::env::set_var(FABRIC_SOCKET_ENV, &fabric);
     let s = side();

@@ -20,18 +20,16 @@ mod common;
 use common::*;
 use pvrdma_fabric::mux_msg::{ErrCode, MsgType, MuxMsg, OpCode, MSG_SIZE};
 use pvrdma_fabric::FABRIC_SOCKET_ENV;
-use pvrdma_mux::log::LogTarget;
-use pvrdma_mux::{Config, Mux};
 use pvrdma_verbs::engine::fast_reg::WR_REG_MR;
 use pvrdma_verbs::exports::ah::*;
 use pvrdma_verbs::exports::pd_mr::pvrdma_sw_alloc_fast_reg_mr;
 use pvrdma_verbs::ffi::*;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::ptr::null_mut;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const ROLE_ENV: &str = "PVRDMA_TEST_PEER_MAD";
@@ -261,14 +259,6 @@ impl Drop for Peer {
     }
 }
 
-struct TempDir(PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// Polls until `n` completions have come or 10 s have passed; what came.
 fn poll_up_to(cq: *mut ibv_cq, n: usize) -> Vec<ibv_wc> {
     let mut got = Vec::new();
@@ -295,20 +285,8 @@ fn rc_and_ud_between_two_processes() {
     if std::env::var_os(ROLE_ENV).is_some() {
         return;
     }
-    let dir = TempDir(std::env::temp_dir().join(format!("pvrdma-verbs-2p-{}", std::process::id())));
-    let _ = std::fs::remove_dir_all(&dir.0);
-    std::fs::create_dir_all(&dir.0).unwrap();
-    let (mad, fabric) = (dir.0.join("mad.sock"), dir.0.join("fabric.sock"));
-    let log = Arc::new(Mutex::new(Vec::new()));
-    let _mux = Mux::start(Config {
-        mad_socket: mad.clone(),
-        fabric_socket: fabric.clone(),
-        ack_timeout: Duration::from_secs(2),
-        log: LogTarget::Memory(Arc::clone(&log)),
-        mad_burst: 1,
-        mad_burst_of: None,
-    })
-    .unwrap();
+    let mux = TestMux::start("2p");
+    let (mad, fabric, log) = (mux.mad.clone(), mux.fabric.clone(), Arc::clone(&mux.log));
     // This process's device connects to the mux on its first open.
     std::env::set_var(FABRIC_SOCKET_ENV, &fabric);
     let s = side();

@@ -338,3 +338,55 @@ pub fn destroy_all(qps: &[*mut ibv_qp], ctx: *mut ibv_context) {
     // SAFETY: verbs called the C way, on objects and buffers this test owns.
     assert_eq!(unsafe { ibv_close_device(ctx) }, 0);
 }
+
+/// A mux of the test's own (what QEMU's mad chardev and the device's fabric
+/// connection meet), its log kept in memory, on sockets in a directory of the
+/// test's that is removed after the mux stops.
+pub struct TestMux {
+    /// The socket QEMU's rdmacm-mux messages go to.
+    pub mad: std::path::PathBuf,
+    /// The socket the software devices connect to.
+    pub fabric: std::path::PathBuf,
+    /// What the mux logged.
+    pub log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    // Fields drop in order: the mux stops before its directory goes.
+    _mux: pvrdma_mux::Mux,
+    _dir: TempDir,
+}
+
+impl TestMux {
+    /// Starts a mux in `$TMPDIR/pvrdma-verbs-<tag>-<pid>`.
+    pub fn start(tag: &str) -> TestMux {
+        let pid = std::process::id();
+        let dir = std::env::temp_dir().join(format!("pvrdma-verbs-{tag}-{pid}"));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let (mad, fabric) = (dir.join("mad.sock"), dir.join("fabric.sock"));
+        let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let mux = pvrdma_mux::Mux::start(pvrdma_mux::Config {
+            mad_socket: mad.clone(),
+            fabric_socket: fabric.clone(),
+            ack_timeout: std::time::Duration::from_secs(2),
+            log: pvrdma_mux::log::LogTarget::Memory(std::sync::Arc::clone(&log)),
+            mad_burst: 1,
+            mad_burst_of: None,
+        })
+        .unwrap();
+        TestMux {
+            mad,
+            fabric,
+            log,
+            _mux: mux,
+            _dir: TempDir(dir),
+        }
+    }
+}
+
+/// A directory removed when dropped.
+struct TempDir(std::path::PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
