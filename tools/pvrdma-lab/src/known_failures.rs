@@ -190,8 +190,7 @@ fn check_known_failure(
     fields: &Fields,
 ) -> Result<(), String> {
     let overlaps = |k: &&KnownFailure| {
-        k.model == entry.model
-            && k.test == entry.test
+        same_runs(k.model, &k.test, entry.model, &entry.test)
             && (k.driver.is_none() || entry.driver.is_none() || k.driver == entry.driver)
     };
     if let Some(earlier) = catalogue.known_failures.iter().find(overlaps) {
@@ -208,7 +207,7 @@ fn check_known_failure(
     let skipped = catalogue
         .not_applicable
         .iter()
-        .find(|n| n.model == entry.model && n.test == entry.test);
+        .find(|n| same_runs(n.model, &n.test, entry.model, &entry.test));
     match skipped {
         Some(other) => Err(not_both(fields, entry.model, &entry.test, &other.id)),
         None => Ok(()),
@@ -225,7 +224,7 @@ fn check_not_applicable(
     let earlier = catalogue
         .not_applicable
         .iter()
-        .find(|n| n.model == entry.model && n.test == entry.test);
+        .find(|n| same_runs(n.model, &n.test, entry.model, &entry.test));
     if let Some(earlier) = earlier {
         return Err(fields.error(
             fields.table.line,
@@ -240,11 +239,17 @@ fn check_not_applicable(
     let known = catalogue
         .known_failures
         .iter()
-        .find(|k| k.model == entry.model && k.test == entry.test);
+        .find(|k| same_runs(k.model, &k.test, entry.model, &entry.test));
     match known {
         Some(other) => Err(not_both(fields, entry.model, &entry.test, &other.id)),
         None => Ok(()),
     }
+}
+
+/// Whether two entries speak of some run in common: the same test, on models one of which
+/// covers the other (an entry of `patched` covers each version of the patched QEMU).
+fn same_runs(model: DeviceModel, test: &str, other_model: DeviceModel, other_test: &str) -> bool {
+    test == other_test && (model.covers(other_model) || other_model.covers(model))
 }
 
 /// A test is a known failure on a model or not applicable to it, not both.
@@ -489,6 +494,14 @@ leaked_name = ["kstrdup+"]
                  signature = \"x\"\ncause = \"x\"\n",
                 "line 37: [[known_failure]] 'again': ucmatose on the stock model has a known \
                  failure already, 'stock-ucmatose'",
+            ),
+            (
+                "",
+                "\n[[not_applicable]]\nid = \"v18\"\nmodel = \"patched-v18\"\ntest = \"rping\"\n\
+                 issue = \"issue 40\"\nreason = \"x\"\n\n[[not_applicable]]\nid = \"all\"\n\
+                 model = \"patched\"\ntest = \"rping\"\nissue = \"issue 40\"\nreason = \"x\"\n",
+                "line 44: [[not_applicable]] 'all': rping is not applicable to the patched model \
+                 already, as 'v18'",
             ),
             (
                 "test = \"rping\"",
