@@ -10,9 +10,8 @@
 
 use crate::abi::{self, wc_opcode as dev_wc, wr_opcode as dev_wr};
 use kernel::rdma::{
-    AccessFlags, AhAttr, Gid, NetworkType, QpAttr, QpCap, QpModifyAttr, QpState, WcFlags,
-    WcOpcode, WcStatus,
-    WrOpcode,
+    AccessFlags, AhAttr, Gid, NetworkType, QpAttr, QpCap, QpModifyAttr, QpState, WcFlags, WcOpcode,
+    WcStatus, WrOpcode,
 };
 
 /// The core's completion status for the device's: the same values; an unknown one is a general
