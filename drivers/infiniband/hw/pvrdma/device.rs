@@ -33,6 +33,12 @@ pub(crate) struct IbDev {
     pub(crate) uars: SpinLock<UarTable>,
     /// Objects in existence, kept within the device's limits.
     pub(crate) counts: Counts,
+    /// Held around a QP's `CREATE_QP`, and from a QP's `DESTROY_QP` until its completions are
+    /// dropped from its CQs (`crate::qp`). The device may give a destroyed QP's handle to the
+    /// next QP it creates; a completion of the old QP still in a CQ both share would then name
+    /// the new one, which never posted it, and be taken for a lie of the device.
+    #[pin]
+    pub(crate) qp_handles: Mutex<()>,
 }
 
 impl IbDev {
@@ -53,6 +59,7 @@ impl IbDev {
             gids <- new_mutex!(gids, "pvrdma::IbDev::gids"),
             uars <- new_spinlock!(uars, "pvrdma::IbDev::uars"),
             counts: Counts::new(),
+            qp_handles <- new_mutex!((), "pvrdma::IbDev::qp_handles"),
         }? Error))
     }
 

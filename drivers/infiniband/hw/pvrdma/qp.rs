@@ -26,7 +26,7 @@ use kernel::{
         self, QpAttrMask, QpCap, QpInitAttr, QpModifyAttr, QpQuery, QpState, QpType, ResEntry,
         TableIndex, UData, Umem, UserContext,
     },
-    sync::{Mutex, SpinLockIrq},
+    sync::{Mutex, MutexGuard, SpinLockIrq},
 };
 
 mod post;
@@ -353,6 +353,9 @@ impl Qp {
             is_srq: srq.is_some().into(),
             ..Default::default()
         };
+        // Until the QP is set up: a handle the device gives it is not one whose old QP still has
+        // completions in a CQ (see `IbDev::qp_handles`).
+        let handles = dev.qp_handles.lock();
         let (qpn, handle) = if dev.hw.version >= VERSION_QPHANDLE {
             let resp: RespCreateQpV2 = dev.hw.command(opcode_verbs::CREATE_QP, &cmd)?;
             (resp.qpn, resp.qp_handle)
@@ -371,9 +374,9 @@ impl Qp {
                 "device gave a QP handle {:#x} beyond 16 bits\n",
                 handle
             );
-            // The room is given back by `destroy_in_device`, once.
+            // The room is given back by `destroy_locked`, once.
             reservation.keep();
-            destroy_in_device(dev, handle, cqs, kernel_rings);
+            destroy_locked(dev, &handles, handle, cqs, kernel_rings);
             return Err(EIO);
         }
         // User QPs keep the sizes their provider chose, and no inline data.
@@ -386,9 +389,9 @@ impl Qp {
             // Providers of devices before version 20 know only the QP number, which is then also
             // the handle: they get the part of the reply they have room for.
             if let Err(e) = udata.write_prefix(&reply) {
-                // The room is given back by `destroy_in_device`, once.
+                // The room is given back by `destroy_locked`, once.
                 reservation.keep();
-                destroy_in_device(dev, handle, cqs, kernel_rings);
+                destroy_locked(dev, &handles, handle, cqs, kernel_rings);
                 return Err(e);
             }
         }
@@ -522,6 +525,19 @@ impl Qp {
 
 /// Destroys the device's QP `handle` (whose CQs are `cqs`) and gives its room back.
 fn destroy_in_device(dev: &rdma::Device<IbDev>, handle: u32, cqs: (u32, u32), kernel_rings: bool) {
+    let handles = dev.qp_handles.lock();
+    destroy_locked(dev, &handles, handle, cqs, kernel_rings);
+}
+
+/// [`destroy_in_device`], the QP handles' lock (`IbDev::qp_handles`) held: no QP is created in
+/// the device, which could get `handle` again, before the completions of this one are dropped.
+fn destroy_locked(
+    dev: &rdma::Device<IbDev>,
+    _handles: &MutexGuard<'_, ()>,
+    handle: u32,
+    cqs: (u32, u32),
+    kernel_rings: bool,
+) {
     let cmd = CmdDestroyQp {
         qp_handle: handle,
         ..Default::default()
