@@ -5,10 +5,9 @@
  * it reads
  *
  *   - the device's commands: the driver's hardware counter "commands"
- *     (ports/1/hw_counters/commands) where it keeps one (the Rust driver,
- *     which takes no response interrupt for a command answered inside the
- *     register write); otherwise (the C driver) the response interrupts,
- *     vector 0, one per command;
+ *     (ports/1/hw_counters/commands) where it keeps one (the Rust driver);
+ *     otherwise (the C driver) the response interrupts, vector 0, one per
+ *     command;
  *   - the device's interrupts, per MSI-X vector, from /proc/interrupts (the
  *     lines of the RDMA device's PCI function);
  *   - this process's context switches (a software perf event): every sleep

@@ -17,39 +17,40 @@
 //! `reinit_completion()` races with an interrupt still completing the previous command): the
 //! waiter takes signals until the response slot holds the answer to its own sequence number.
 //!
-//! The slot is looked at before any sleep: a device may answer inside the register write (QEMU's
-//! does), and the interrupt that says so may reach another CPU only later (under TCG, at the
-//! round robin's next turn), so a command whose answer is there costs no sleep and no wait for
-//! the interrupt. The signal such a command did not take is taken by the next one before it
-//! starts (`try_wait_for_completion`, which never sleeps), so that signals do not pile up.
-//!
-//! With a vector of its own (MSI-X), the response interrupt is off but while a command waits:
-//! the channel owns its handler ([`CmdChannel::poll_with`]), turns it on when the response is not
-//! in the slot after the register write, looks once more, sleeps, and turns it off again when the
-//! wait ends. A device that answers inside the register write then raises no interrupt the CPU
-//! takes (the vector stays masked, its interrupts pending), where the C driver takes one per
-//! command, on the caller's CPU or, under TCG, by waiting for the other's turn. An interrupt
-//! raised while the vector was off is delivered when it is turned on, and the waiter looks at the
-//! slot after turning it on, so no answer is missed. A single vector shared by every cause (MSI,
-//! INTx) stays on.
+//! Only the interrupt says that a response is complete. The device ABI does not say in which
+//! order the device writes the slot, and a device that writes it front to back has the header,
+//! with this command's sequence number, in place before the body: a look at the slot before the
+//! interrupt could take a half-written response for the answer. So the slot is read only after a
+//! signal, as the C driver does. With a vector of its own (MSI-X), the response interrupt is on
+//! only while a command runs ([`CmdChannel::switch_vector`]): turned on before the request is written,
+//! off again when the response is in; interrupts the device raises between commands are not
+//! taken. A single vector shared by every cause (MSI, INTx) stays on.
 //!
 //! The response is read in two steps, its header and then the whole of it after a read barrier:
 //! the header's sequence number says the response is this command's, and only after that may the
-//! rest be read (QEMU's model writes the header after the body; one copy of the whole slot could
-//! read the body before the header that vouches for it). The channel's lock is a mutex because a
-//! command may sleep for its response; it is held for the whole round trip, one command at a time
-//! as the device requires.
+//! rest be read. The channel's lock is a mutex because a command sleeps for its response; it is
+//! held for the whole round trip, one command at a time as the device requires.
 //!
-//! A device that does not answer within [`CMD_TIMEOUT_MS`] is declared dead and reset
-//! (`crate::dead`): it stops using the memory of the command that timed out (which the driver then
-//! frees) and of every object it holds, and every later command fails at once instead of waiting
-//! its own timeout under the channel's mutex (removal against a dead device would otherwise cost
-//! that per object).
+//! A slow device is not a dead one. A host that stalls (its own contention, a migration's
+//! stun, the host adapter resetting) may answer a command many seconds late, and the answer
+//! then comes. A command therefore waits for its answer, saying so in the log after
+//! [`CMD_SLOW_MS`] (where the C driver gives up, fails the command and leaves the device to
+//! answer into a slot that the next command reuses), for as long as [`CMD_DEAD_MS`]. While it
+//! waits, it keeps what the device may still use: the request and response slots, and the
+//! memory the request names (rings, page directories, the object a destroy names), which its
+//! caller frees only after the command returns. Later commands wait for the channel meanwhile,
+//! and run once the answer came. Only a device that stays silent for [`CMD_DEAD_MS`], or that is
+//! gone (its registers read as all ones, or it was unbound under the command), is declared dead
+//! and reset (`crate::dead`): it then stops using the memory of the command and of every object
+//! it holds, and every later command fails at once instead of waiting its own time under the
+//! channel's mutex.
 //!
 //! Layer: device.
 
 use crate::{
-    abi::{CmdHdr, RespHdr, CMD_REQ_SIZE, CMD_RESP_SIZE, REGS_SIZE, REG_ERR, REG_REQUEST},
+    abi::{
+        CmdHdr, RespHdr, CMD_REQ_SIZE, CMD_RESP_SIZE, REGS_SIZE, REG_ERR, REG_REQUEST, REG_VERSION,
+    },
     mem::{alloc_page, DmaPage, SharedBytes},
 };
 use core::{
@@ -66,12 +67,21 @@ use kernel::{
         barrier::{dma_mb, mb, Full, Read},
         Arc, Completion, Mutex,
     },
-    time::msecs_to_jiffies,
+    time::{msecs_to_jiffies, Instant, Monotonic},
 };
 use zerocopy::{FromBytes, Immutable, IntoBytes};
 
-/// How long the device may take to answer a command.
-const CMD_TIMEOUT_MS: u32 = 10_000;
+/// How long a command waits before the driver says in the log that the device is slow (the C
+/// driver's timeout: it fails the command then).
+const CMD_SLOW_MS: i64 = 10_000;
+
+/// How long a command waits for its answer before the device is declared dead: ten times the C
+/// driver's timeout, and below the hung-task detector's default of 120 s for the tasks that wait
+/// for the channel meanwhile.
+const CMD_DEAD_MS: i64 = 100_000;
+
+/// How often a waiting command checks that the device is still there.
+const CMD_CHECK_MS: u32 = 1_000;
 
 /// The most left-over signals a command takes before it starts: each command leaves at most one
 /// (its own, if it found its answer without waiting); more come only from a device raising
@@ -100,7 +110,7 @@ pub(crate) type Regs = DevresBar<REGS_SIZE>;
 /// layer does not name).
 ///
 /// The handler holds this, not the device: the channel, which the device holds, may hold the
-/// handler ([`CmdChannel::poll_with`]).
+/// handler ([`CmdChannel::switch_vector`]).
 #[pin_data]
 pub(crate) struct ResponseSignal {
     /// Signalled once per response interrupt.
@@ -126,7 +136,7 @@ impl ResponseSignal {
 }
 
 /// The response interrupt's handler on a vector of its own, which the channel turns on only while
-/// a command waits.
+/// a command runs.
 ///
 /// The handler is the interrupt layer's, above this one: the channel knows it only as a vector
 /// it switches.
@@ -155,7 +165,7 @@ struct Turn {
     /// The last sequence number used.
     seq: u64,
     /// The response interrupt's handler, when the vector is the responses' alone: off but while
-    /// a command waits.
+    /// a command runs.
     irq: Option<KBox<dyn ResponseVector>>,
 }
 
@@ -201,10 +211,10 @@ impl CmdChannel {
     }
 
     /// Hands the channel the handler of the response interrupt's own vector, requested off
-    /// ([`kernel::irq::Flags::NO_AUTOEN`]): from now on a command turns it on only to wait.
+    /// ([`kernel::irq::Flags::NO_AUTOEN`]): from now on a command turns it on only while it runs.
     /// Fails (dropping, so freeing, the handler) only if the channel cannot allocate its hold
     /// on it.
-    pub(crate) fn poll_with<T: irq::Handler + Send + 'static>(
+    pub(crate) fn switch_vector<T: irq::Handler + Send + 'static>(
         &self,
         irq: ExclusiveIrqHandler<T>,
     ) -> Result
@@ -263,32 +273,19 @@ impl CmdChannel {
         req[..size_of::<CmdHdr>()].copy_from_slice(hdr.as_bytes());
         self.req.write_at(0, &req)?;
 
-        // The register access runs under the BAR's RCU read lock: no sleeping until it ends.
-        let err = {
-            let bar = regs.try_access().ok_or(ENXIO)?;
-            bar.write32(0, REG_REQUEST);
-            // The request must reach the device before its verdict is read.
-            mb(Full);
-            bar.read32(REG_ERR)
-        };
-        if err != 0 {
-            // ERR holds the negated errno (or 0xffff for a request it could not parse).
-            let errno = (err as i32).unsigned_abs();
-            dev_warn!(
-                dev,
-                "command {} refused by the device (error {})\n",
-                code,
-                errno
-            );
-            return Err(refusal(errno));
-        }
-        let answer = self.wait_response(dev, seq, code, &mut turn.irq);
         if let Some(irq) = &mut turn.irq {
-            // Off again, whether the wait turned it on or not: the next command polls first.
+            // On before the request is written: its interrupt is the response's only proof.
+            irq.enable();
+        }
+        let answer = self
+            .request(dev, regs, code)
+            .and_then(|()| self.wait_response(dev, regs, seq, code));
+        if let Some(irq) = &mut turn.irq {
+            // Off again whatever happened: interrupts between commands are not taken.
             irq.disable_nosync();
         }
         let rhdr = answer.inspect_err(|e| {
-            if *e == ETIMEDOUT {
+            if *e == ETIMEDOUT || *e == ENODEV {
                 // Stopped under the channel's mutex, so that no command starts before the
                 // caller declares the device dead and resets it (`Hw::command`).
                 self.dead.store(true, Ordering::Relaxed);
@@ -316,59 +313,110 @@ impl CmdChannel {
         self.resp.read_at(0)
     }
 
-    /// Waits until the response slot answers sequence number `seq`, for at most
-    /// [`CMD_TIMEOUT_MS`] in all; does not sleep, and leaves the response interrupt `irq` off,
-    /// if it does already. An interrupt this turns on is still on when it returns (the caller
-    /// turns it off). Signals left over from an earlier command (whose response came after it
-    /// gave up, or that did not wait) are consumed on the way.
-    fn wait_response(
-        &self,
-        dev: &Device,
-        seq: u64,
-        code: u32,
-        irq: &mut Option<KBox<dyn ResponseVector>>,
-    ) -> Result<RespHdr> {
-        let mut left = msecs_to_jiffies(CMD_TIMEOUT_MS);
-        let mut woken = false;
-        let mut listening = irq.is_none();
+    /// Tells the device to run the request in the command slot, and returns its verdict (`ERR`).
+    fn request(&self, dev: &Device, regs: &Regs, code: u32) -> Result {
+        // The register access runs under the BAR's RCU read lock: no sleeping until it ends.
+        let err = {
+            let bar = regs.try_access().ok_or(ENXIO)?;
+            bar.write32(0, REG_REQUEST);
+            // The request must reach the device before its verdict is read.
+            mb(Full);
+            bar.read32(REG_ERR)
+        };
+        if err == 0 {
+            return Ok(());
+        }
+        if !Self::present(regs) {
+            dev_err!(dev, "command {}: the device is gone\n", code);
+            return Err(ENODEV);
+        }
+        // ERR holds the negated errno (or 0xffff for a request it could not parse).
+        let errno = (err as i32).unsigned_abs();
+        dev_warn!(
+            dev,
+            "command {} refused by the device (error {})\n",
+            code,
+            errno
+        );
+        Err(refusal(errno))
+    }
+
+    /// Whether the device is still there: bound, and its version register not all ones (what a
+    /// read of a function that is gone from the bus returns).
+    fn present(regs: &Regs) -> bool {
+        regs.try_access()
+            .is_some_and(|bar| bar.read32(REG_VERSION) != u32::MAX)
+    }
+
+    /// Waits until a response interrupt comes with the answer to sequence number `seq` in the
+    /// response slot, and returns the answer's header. Fails with `ETIMEDOUT` if none came within
+    /// [`CMD_DEAD_MS`], with `ENODEV` if the device went away or the channel was stopped. Signals
+    /// that come with another command's answer in the slot (a device raising interrupts for
+    /// nothing, or a signal left over from an earlier command) are consumed on the way.
+    fn wait_response(&self, dev: &Device, regs: &Regs, seq: u64, code: u32) -> Result<RespHdr> {
+        let started = Instant::<Monotonic>::now();
+        let mut slow = false;
         loop {
-            // The response's header says whose it is; the rest is read after it.
-            dma_mb(Read);
-            let rhdr: RespHdr = self.resp.read_at(0)?;
-            if rhdr.response == seq {
-                dma_mb(Read);
-                return Ok(rhdr);
+            match self
+                .signal
+                .done
+                .wait_for_completion_timeout(msecs_to_jiffies(CMD_CHECK_MS))
+            {
+                Ok(_) => {
+                    // A response is complete; its header says whose it is, and the rest is read
+                    // after it.
+                    dma_mb(Read);
+                    let rhdr: RespHdr = self.resp.read_at(0)?;
+                    if rhdr.response == seq {
+                        dma_mb(Read);
+                        if slow {
+                            dev_info!(
+                                dev,
+                                "command {}: answered after {} ms\n",
+                                code,
+                                started.elapsed().as_millis()
+                            );
+                        }
+                        return Ok(rhdr);
+                    }
+                    pr_debug!(
+                        "command {}: stale response (seq {}, waiting for {})\n",
+                        code,
+                        rhdr.response,
+                        seq
+                    );
+                }
+                Err(_) => {
+                    if !Self::present(regs) {
+                        dev_err!(dev, "command {}: the device is gone\n", code);
+                        return Err(ENODEV);
+                    }
+                    let waited = started.elapsed().as_millis();
+                    if waited >= CMD_DEAD_MS {
+                        dev_err!(
+                            dev,
+                            "command {}: no response from the device in {} s\n",
+                            code,
+                            waited / 1000
+                        );
+                        return Err(ETIMEDOUT);
+                    }
+                    if !slow && waited >= CMD_SLOW_MS {
+                        slow = true;
+                        dev_warn!(
+                            dev,
+                            "command {}: no response yet after {} s; waiting up to {} s\n",
+                            code,
+                            waited / 1000,
+                            CMD_DEAD_MS / 1000
+                        );
+                    }
+                }
             }
             if self.dead.load(Ordering::Relaxed) {
                 // Stopped by `stop`: the device will not answer.
                 return Err(ENODEV);
             }
-            if !listening {
-                // Not answered inside the register write: the interrupt is needed, and the slot
-                // is looked at again once it is on (an answer that came before then raised an
-                // interrupt that waited, masked, and is delivered now).
-                if let Some(irq) = irq {
-                    irq.enable();
-                }
-                listening = true;
-                continue;
-            }
-            if woken {
-                pr_debug!(
-                    "command {}: stale response (seq {}, waiting for {})\n",
-                    code,
-                    rhdr.response,
-                    seq
-                );
-            }
-            match self.signal.done.wait_for_completion_timeout(left) {
-                Ok(rest) => left = rest,
-                Err(e) => {
-                    dev_warn!(dev, "command {}: no response from the device\n", code);
-                    return Err(e);
-                }
-            }
-            woken = true;
         }
     }
 }

@@ -285,8 +285,8 @@ impl Hw {
         Ok(InterruptsEnabled(self.clone()))
     }
 
-    /// Runs a device command (see [`CmdChannel::run`]). A device that does not answer is
-    /// declared dead.
+    /// Runs a device command (see [`CmdChannel::run`]). A device that does not answer for
+    /// minutes, or is gone, is declared dead.
     pub(crate) fn command<C: IntoBytes + Immutable, R: FromBytes + IntoBytes>(
         &self,
         code: (u32, u32),
@@ -299,6 +299,10 @@ impl Hw {
                 self.stats.command_errors.inc();
                 if *e == ETIMEDOUT {
                     self.declare_dead("the device stopped answering commands");
+                } else if *e == ENODEV {
+                    // The channel found the device gone (or it was declared dead before, and
+                    // this does nothing).
+                    self.declare_dead("the device is gone");
                 }
             })
     }

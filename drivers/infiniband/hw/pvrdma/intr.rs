@@ -40,7 +40,7 @@ const _: () = {
 /// Vector 0: a command response is ready.
 ///
 /// It holds what it signals and counts, not the device: with a vector of its own the command
-/// channel, which the device holds, owns the handler (`CmdChannel::poll_with`).
+/// channel, which the device holds, owns the handler (`CmdChannel::switch_vector`).
 pub(crate) struct ResponseIrq {
     pub(crate) signal: Arc<ResponseSignal>,
     pub(crate) stats: Arc<Stats>,

@@ -26,7 +26,7 @@
 //!
 //! The device layer hears of the layers above only through what they hand it: the flusher that
 //! starts when the device is declared dead (`hw::OnDeath`), the response interrupt's handler
-//! that the command channel switches (`cmd::CmdChannel::poll_with`).
+//! that the command channel switches (`cmd::CmdChannel::switch_vector`).
 
 #![forbid(unsafe_code)]
 
@@ -174,12 +174,12 @@ impl Pvrdma {
             shared: shared.then(|| hw.clone()),
         };
         // A vector of the responses' own is requested off and handed to the command channel,
-        // which turns it on only while a command waits (`cmd`); a shared one stays on (turning it
+        // which turns it on only while a command runs (`cmd`); a shared one stays on (turning it
         // off would mask the other devices on the line).
         let response_irq = if shared {
             Some(vectors.request_irq(0, irq::Flags::SHARED, NAME, response)?)
         } else {
-            hw.cmd.poll_with(vectors.request_exclusive_irq(
+            hw.cmd.switch_vector(vectors.request_exclusive_irq(
                 0,
                 irq::Flags::TRIGGER_NONE | irq::Flags::NO_AUTOEN,
                 NAME,
