@@ -8,7 +8,10 @@
  *
  *   pvrdma_fault KIND        arm KIND (a name below)
  *   pvrdma_fault --wait SEC  wait up to SEC seconds for the armed fault to
- *                            happen (the register reads 0); exit 1 if not
+ *                            happen (the register reads 0); exit 1 if not.
+ *                            A late answer (cmd-late-*, cmd-resp-front-to-
+ *                            back) happens when its command is taken: the
+ *                            answer may still be on its way
  *   pvrdma_fault --pending   print the pending kind's number
  *   pvrdma_fault --open DEV  open RDMA device DEV (ibv_open_device(): the
  *                            driver's CREATE_UC command, the first the
@@ -53,6 +56,9 @@ static const char *const kinds[] = {
 	[14] = "cqe-byte-len",
 	[15] = "cqe-qp-high-bits",
 	[16] = "port-attrs",
+	[17] = "cmd-late-15s",
+	[18] = "cmd-late-60s",
+	[19] = "cmd-resp-front-to-back",
 };
 #define NKINDS (sizeof(kinds) / sizeof(kinds[0]))
 
