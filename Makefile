@@ -133,7 +133,7 @@ kernel: deps
 	@$(TOP)/tools/lab/build-kernel
 
 # QEMU 7.2 from Debian's source with tools/qemu/patches: the `patched` device
-# model. Cached by a key of its inputs; a rebuild takes about 6 minutes.
+# model. Cached by a key of its inputs; a rebuild takes about 4 minutes (Documentation/host.md).
 qemu: deps
 	@echo "== patched QEMU (tools/qemu/build-qemu)"
 	@set -o pipefail; $(TOP)/tools/qemu/build-qemu | tail -n 1
