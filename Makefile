@@ -41,7 +41,7 @@ export PVRDMA_CACHE
 
 # KERNEL= chose between 6.12 and 7.3 while the project moved; only 7.3 is left.
 ifneq ($(filter-out 7.3,$(KERNEL)),)
-$(error KERNEL=$(KERNEL): the lab builds Linux 7.3 only (6.12 was removed with issue 15))
+$(error KERNEL=$(KERNEL): the lab builds Linux 7.3 only (its 6.12 build was removed))
 endif
 
 MODELS ?= patched,patched-v18,patched-v17,stock
