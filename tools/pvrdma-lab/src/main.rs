@@ -21,6 +21,8 @@ mod postmortem;
 mod qemu;
 #[cfg(test)]
 mod reachability;
+#[cfg(test)]
+mod readme_table;
 mod reference_bugs;
 mod run_error;
 mod session;
