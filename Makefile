@@ -41,7 +41,7 @@ export PVRDMA_CACHE
 
 # KERNEL= chose between 6.12 and 7.3 while the project moved; only 7.3 is left.
 ifneq ($(filter-out 7.3,$(KERNEL)),)
-$(error KERNEL=$(KERNEL): the lab builds Linux 7.3 only (6.12 was removed with issue 15))
+$(error KERNEL=$(KERNEL): the lab builds Linux 7.3 only (its 6.12 build was removed))
 endif
 
 MODELS ?= patched,patched-v18,patched-v17,stock
@@ -133,7 +133,7 @@ kernel: deps
 	@$(TOP)/tools/lab/build-kernel
 
 # QEMU 7.2 from Debian's source with tools/qemu/patches: the `patched` device
-# model. Cached by a key of its inputs; a rebuild takes about 6 minutes.
+# model. Cached by a key of its inputs; a rebuild takes about 4 minutes (Documentation/host.md).
 qemu: deps
 	@echo "== patched QEMU (tools/qemu/build-qemu)"
 	@set -o pipefail; $(TOP)/tools/qemu/build-qemu | tail -n 1

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
-# lab-about: a MAD flood at QP1 (issue 11): the mux delivers the first CM RTU it routes (the last MAD of an rdma_cm connect) 200 times while the guest's MAD layer keeps only 64 receives posted (ib_core.recv_queue_size=64), so most copies find no receive: the device must drop them (a port does; the sender retries), not stall the guest; ucmatose -P ib's connection is made and its messages exchanged both ways, then udaddy's SIDR and UD messages work after the flood; the mux's log shows the burst queued and all 200 RTUs written to QEMU; dmesg free of kernel reports
+# lab-about: a MAD flood at QP1: the mux delivers the first CM RTU it routes (the last MAD of an rdma_cm connect) 200 times while the guest's MAD layer keeps only 64 receives posted (ib_core.recv_queue_size=64), so most copies find no receive: the device must drop them (a port does; the sender retries), not stall the guest; ucmatose -P ib's connection is made and its messages exchanged both ways, then udaddy's SIDR and UD messages work after the flood; the mux's log shows the burst queued and all 200 RTUs written to QEMU; dmesg free of kernel reports
 # lab-timeout: 300
 # lab-mad-burst: 200 RTU
 # lab-kernel-args: ib_core.recv_queue_size=64

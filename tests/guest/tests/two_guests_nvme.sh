@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
-# lab-about: NVMe over RDMA between two guests (issue 13): the server guest (192.0.2.1) exports a 64 MiB RAM disk with nvmet on an RDMA port, the client guest (192.0.2.2) connects with nvme connect -t rdma, writes 8 MiB of random data through the namespace and reads it back (the target's RDMA READs of the host's fast-registered buffers, its WRITEs into them and its SEND_WITH_INVs cross the mux between two device models); the server finds the same bytes on its RAM disk (the client's checksum handed over); disconnect, teardown on both sides, dmesg free of kernel reports
+# lab-about: NVMe over RDMA between two guests: the server guest (192.0.2.1) exports a 64 MiB RAM disk with nvmet on an RDMA port, the client guest (192.0.2.2) connects with nvme connect -t rdma, writes 8 MiB of random data through the namespace and reads it back (the target's RDMA READs of the host's fast-registered buffers, its WRITEs into them and its SEND_WITH_INVs cross the mux between two device models); the server finds the same bytes on its RAM disk (the client's checksum handed over); disconnect, teardown on both sides, dmesg free of kernel reports
 # lab-timeout: 400
 # lab-guests: 2
 . "$LAB_DIR/lib.sh"

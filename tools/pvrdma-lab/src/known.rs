@@ -16,14 +16,14 @@
 //!   failure (any failure of the test script itself); a pass then fails the
 //!   run as an unexpected pass naming the entry to delete.
 //! - [`RustDriverUnimplemented`]: tests that need verbs the Rust driver does
-//!   not implement yet (issue 4), on every device model; a pass fails the run
+//!   not implement yet, on every device model; a pass fails the run
 //!   likewise.
 //!
 //! An excuse that no longer excuses anything is a failure rather than a note,
 //! because a stale entry left in place would excuse the next real failure of
 //! its test. A kernel problem (oops, WARN, lockdep, kmemleak, ...) is never
 //! excused, nor is a failure of the driver's setup or teardown. Each entry
-//! names its cause and the issue that tracks it. Every test not listed for a
+//! says its whole cause: that is what a run prints. Every test not listed for a
 //! model must pass on it: the patched model has no entries, the stock model
 //! only these.
 
@@ -49,8 +49,6 @@ pub struct KnownFailure {
     /// Text the test's failure message must contain for the failure to be this
     /// known one; any other failure of the test is a real failure.
     pub signature: String,
-    /// The issue tracking it.
-    pub issue: String,
     /// Whether it happens only sometimes (a race of the device model): a pass is then a plain
     /// pass. Otherwise a pass is an unexpected pass, which fails the run: the entry is stale.
     pub intermittent: bool,
@@ -67,16 +65,14 @@ pub struct NotApplicable {
     pub test: String,
     /// What the test needs that the model does not do, and how it would fail.
     pub reason: String,
-    /// The issue tracking it.
-    pub issue: String,
 }
 
 /// A test that needs verbs the Rust driver does not implement yet
 /// (`[[rust_driver_unimplemented]]`). It still runs on the Rust driver (on every device
 /// model); a failure that is not a kernel problem is reported as TAP `# TODO` naming what is
 /// missing, and a pass fails the run as an unexpected pass naming the entry to delete. There
-/// are none since issue 4: the Rust driver implements every verb the lab's tests use, and
-/// passes each test the C driver passes.
+/// are none: the Rust driver implements every verb the lab's tests use, and passes each test
+/// the C driver passes.
 #[derive(Debug)]
 pub struct RustDriverUnimplemented {
     /// Its id in the data file.
@@ -85,8 +81,6 @@ pub struct RustDriverUnimplemented {
     pub test: String,
     /// What it needs that the Rust driver does not implement.
     pub missing: String,
-    /// The issue tracking it.
-    pub issue: String,
 }
 
 /// What `test` needs that the Rust driver does not implement yet, if anything.
@@ -135,10 +129,9 @@ pub fn not_applicable(model: DeviceModel, test: &str) -> Option<&'static NotAppl
 /// Why a test `model` cannot run is skipped there (its TAP `# SKIP`).
 pub fn skip_reason(entry: &NotApplicable) -> String {
     format!(
-        "not applicable to the {} device model: {} ({})",
+        "not applicable to the {} device model: {}",
         entry.model.name(),
-        entry.reason,
-        entry.issue
+        entry.reason
     )
 }
 
@@ -164,10 +157,9 @@ fn stale_known_failure(k: &KnownFailure, driver: Driver, test: &str) -> String {
         None => "either driver".to_string(),
     };
     format!(
-        "the known failure of {test} on the {} model ({drivers}, {}) did not occur with the {} \
+        "the known failure of {test} on the {} model ({drivers}) did not occur with the {} \
          driver: delete its entry '{}' from {PATH}, whose cause says: {}",
         k.model.name(),
-        k.issue,
         driver.name(),
         k.id,
         k.cause
@@ -179,14 +171,10 @@ pub fn tap_result(model: DeviceModel, driver: Driver, test: &str, verdict: Verdi
     if let Some(u) = unimplemented_by(driver, test) {
         return excuse(
             verdict,
+            format!("the Rust driver does not implement {} yet", u.missing),
             format!(
-                "the Rust driver does not implement {} yet ({})",
-                u.missing, u.issue
-            ),
-            format!(
-                "passed although the Rust driver lacks {} ({}): delete its entry '{}' from \
-                 {PATH}",
-                u.missing, u.issue, u.id
+                "passed although the Rust driver lacks {}: delete its entry '{}' from {PATH}",
+                u.missing, u.id
             ),
         );
     }
@@ -194,17 +182,11 @@ pub fn tap_result(model: DeviceModel, driver: Driver, test: &str, verdict: Verdi
         // Only run with --run-not-applicable.
         return excuse(
             verdict,
+            format!("not applicable to the {} model: {}", model.name(), n.reason),
             format!(
-                "not applicable to the {} model: {} ({})",
+                "passed on the {} model although listed as not applicable to it: delete its \
+                 entry '{}' from {PATH}",
                 model.name(),
-                n.reason,
-                n.issue
-            ),
-            format!(
-                "passed on the {} model although listed as not applicable to it ({}): \
-                 delete its entry '{}' from {PATH}",
-                model.name(),
-                n.issue,
                 n.id
             ),
         );
@@ -230,7 +212,7 @@ pub fn tap_result(model: DeviceModel, driver: Driver, test: &str, verdict: Verdi
                     k.signature
                 ))
             } else {
-                TapResult::Todo(format!("{} ({}); this run: {cause}", k.cause, k.issue))
+                TapResult::Todo(format!("{}; this run: {cause}", k.cause))
             }
         }
     }
@@ -260,18 +242,12 @@ mod tests {
         let exists = |name: &str| tests.iter().any(|t| t.name == name);
         let all = catalogue();
         for k in &all.known_failures {
-            assert!(
-                !k.cause.is_empty() && !k.signature.is_empty() && k.issue.starts_with("issue "),
-                "{k:?}"
-            );
+            assert!(!k.cause.is_empty() && !k.signature.is_empty(), "{k:?}");
             assert!(exists(&k.test), "{k:?}: no such test");
             assert!(not_applicable(k.model, &k.test).is_none(), "{k:?} twice");
         }
         for n in &all.not_applicable {
-            assert!(
-                !n.reason.is_empty() && n.issue.starts_with("issue "),
-                "{n:?}"
-            );
+            assert!(!n.reason.is_empty(), "{n:?}");
             assert!(exists(&n.test), "{n:?}: no such test");
         }
         for u in &all.rust_driver_unimplemented {
@@ -341,7 +317,7 @@ mod tests {
     }
 
     /// A known failure not marked intermittent that did not occur is stale: the pass fails the
-    /// run and names the entry to delete (its model, test and issue), with either driver.
+    /// run and names the entry to delete (its model, test and id), with either driver.
     #[test]
     fn a_known_failure_that_does_not_occur_fails_the_run() {
         for driver in [Driver::C, Driver::Rust] {
@@ -355,10 +331,9 @@ mod tests {
                 };
                 assert!(
                     why.starts_with(&format!(
-                        "the known failure of {test} on the stock model (either driver, {}) did \
-                         not occur with the {} driver: delete its entry '{}' from \
+                        "the known failure of {test} on the stock model (either driver) did not \
+                         occur with the {} driver: delete its entry '{}' from \
                          tools/pvrdma-lab/known-failures.toml, whose cause says: ",
-                        k.issue,
                         driver.name(),
                         k.id
                     )),
@@ -460,7 +435,7 @@ mod tests {
 
     #[test]
     fn the_rust_driver_is_excused_nothing_the_c_driver_passes() {
-        // Issue 4 emptied the table: a Rust failure is a failure, as a C one is.
+        // The table is empty: a Rust failure is a failure, as a C one is.
         assert!(catalogue().rust_driver_unimplemented.is_empty());
         for model in crate::model::ALL {
             for driver in [Driver::Rust, Driver::C] {

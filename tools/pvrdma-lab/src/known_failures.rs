@@ -87,7 +87,6 @@ pub fn parse(text: &str) -> Result<Catalogue, String> {
                 let entry = RustDriverUnimplemented {
                     id: fields.id.clone(),
                     test: fields.test_name("test")?,
-                    issue: fields.issue()?,
                     missing: fields.prose("missing")?,
                 };
                 fields.finish()?;
@@ -165,7 +164,6 @@ fn known_failure(fields: &mut Fields) -> Result<KnownFailure, String> {
         model: fields.model()?,
         driver: fields.driver()?,
         test: fields.test_name("test")?,
-        issue: fields.issue()?,
         intermittent: fields.boolean("intermittent")?,
         signature: fields.pattern("signature")?,
         cause: fields.prose("cause")?,
@@ -177,7 +175,6 @@ fn not_applicable(fields: &mut Fields) -> Result<NotApplicable, String> {
         id: fields.id.clone(),
         model: fields.model()?,
         test: fields.test_name("test")?,
-        issue: fields.issue()?,
         reason: fields.prose("reason")?,
     })
 }
@@ -306,7 +303,6 @@ id = "stock-ucmatose"
 model = "stock"
 driver = "either"
 test = "ucmatose"
-issue = "issue 5"
 intermittent = false
 signature = "failure connecting: Invalid argument"
 cause = "rd_atom 0"
@@ -315,13 +311,11 @@ cause = "rd_atom 0"
 id = "stock-rping"
 model = "stock"
 test = "rping"
-issue = "issue 5"
 reason = "no RDMA READ"
 
 [[rust_driver_unimplemented]]
 id = "rust-srq"
 test = "verbs_ops"
-issue = "issue 4"
 missing = "SRQs"
 
 [[reference_bug]]
@@ -374,32 +368,32 @@ leaked_name = ["kstrdup+"]
             (
                 "cause = \"rd_atom 0\"",
                 "cause = \"rd_atom 0\"\ncuase = \"typo\"",
-                "line 11: [[known_failure]] 'stock-ucmatose': unknown key 'cuase'",
+                "line 10: [[known_failure]] 'stock-ucmatose': unknown key 'cuase'",
             ),
             (
                 "id = \"stock-rping\"",
                 "id = \"stock-ucmatose\"",
-                "line 12: [[not_applicable]] 'stock-ucmatose': the id of line 2 again",
+                "line 11: [[not_applicable]] 'stock-ucmatose': the id of line 2 again",
             ),
             (
                 "cause = \"rd_atom 0\"",
                 "cause = \"\"\"\n  \"\"\"",
-                "line 10: [[known_failure]] 'stock-ucmatose': cause is empty: say why",
+                "line 9: [[known_failure]] 'stock-ucmatose': cause is empty: say why",
             ),
             (
                 "reason = \"no RDMA READ\"",
                 "reason = \" no RDMA READ\"",
-                "line 17: [[not_applicable]] 'stock-rping': reason starts or ends with white",
+                "line 15: [[not_applicable]] 'stock-rping': reason starts or ends with white",
             ),
             (
                 "signature = \"failure connecting: Invalid argument\"",
                 "signature = \" \"",
-                "line 9: [[known_failure]] 'stock-ucmatose': signature is blank",
+                "line 8: [[known_failure]] 'stock-ucmatose': signature is blank",
             ),
             (
-                "issue = \"issue 5\"\nintermittent",
-                "issue = \"#5\"\nintermittent",
-                "line 7: [[known_failure]] 'stock-ucmatose': issue '#5' is not 'issue N'",
+                "intermittent = false",
+                "intermittent = false\nissue = \"issue 5\"",
+                "line 8: [[known_failure]] 'stock-ucmatose': unknown key 'issue'",
             ),
             (
                 "model = \"stock\"\ndriver",
@@ -414,12 +408,12 @@ leaked_name = ["kstrdup+"]
             (
                 "owner = \"c-driver\"",
                 "owner = \"c\"",
-                "line 27: [[reference_bug]] 'cq-shift': unknown owner 'c'",
+                "line 24: [[reference_bug]] 'cq-shift': unknown owner 'c'",
             ),
             (
                 "intermittent = false",
                 "intermittent = \"no\"",
-                "line 8: [[known_failure]] 'stock-ucmatose': intermittent is a string, not true",
+                "line 7: [[known_failure]] 'stock-ucmatose': intermittent is a string, not true",
             ),
             (
                 "intermittent = false\n",
@@ -429,84 +423,84 @@ leaked_name = ["kstrdup+"]
             (
                 "test = \"rping\"",
                 "test = \"rping.sh\"",
-                "line 15: [[not_applicable]] 'stock-rping': 'rping.sh' is not a test's name",
+                "line 14: [[not_applicable]] 'stock-rping': 'rping.sh' is not a test's name",
             ),
             (
                 "id = \"rust-srq\"",
                 "id = \"Rust SRQ\"",
-                "line 20: [[rust_driver_unimplemented]] 'Rust SRQ': an id is lowercase",
+                "line 18: [[rust_driver_unimplemented]] 'Rust SRQ': an id is lowercase",
             ),
             (
                 "id = \"rust-srq\"\n",
                 "",
-                "line 19: [[rust_driver_unimplemented]] without an id",
+                "line 17: [[rust_driver_unimplemented]] without an id",
             ),
             (
                 "[[not_applicable]]",
                 "[[not_aplicable]]",
-                "line 12: unknown table [[not_aplicable]]",
+                "line 11: unknown table [[not_aplicable]]",
             ),
             (
                 "frames = [\"__ubsan",
                 "frames = [\"__ubsan_handle+0x2c1/0x320\", \"__ubsan",
-                "line 33: [[reference_bug.form]] 'ubsan': frames: '__ubsan_handle+0x2c1/0x320' \
+                "line 30: [[reference_bug.form]] 'ubsan': frames: '__ubsan_handle+0x2c1/0x320' \
                  is not a frame",
             ),
             (
                 "\"pvrdma_create_cq+ [vmw_pvrdma]\"",
                 "\"pvrdma_create_cq [vmw_pvrdma]\"",
-                "line 33: [[reference_bug.form]] 'ubsan': frames: 'pvrdma_create_cq [vmw_pvrdma]'",
+                "line 30: [[reference_bug.form]] 'ubsan': frames: 'pvrdma_create_cq [vmw_pvrdma]'",
             ),
             (
                 "frames = [\"__ubsan_handle_shift_out_of_bounds+\", \"pvrdma_create_cq+ [vmw_pvrdma]\"]",
                 "frames = []",
-                "line 33: [[reference_bug.form]] 'ubsan': frames is empty: it would match any",
+                "line 30: [[reference_bug.form]] 'ubsan': frames is empty: it would match any",
             ),
             (
                 "header = [\"UBSAN: shift-out-of-bounds\", [\"a\", \"b\"]]",
                 "header = [\"UBSAN: shift-out-of-bounds\", [\"a\", \"\"]]",
-                "line 32: [[reference_bug.form]] 'ubsan': header must hold texts",
+                "line 29: [[reference_bug.form]] 'ubsan': header must hold texts",
             ),
             (
                 "kobject = \"queue\"\n",
                 "",
-                "line 34: [[reference_bug.form]] 'ubsan': leaked_name without a kobject",
+                "line 31: [[reference_bug.form]] 'ubsan': leaked_name without a kobject",
             ),
             (
                 "",
                 "\n[[reference_bug.form]]\nid = \"ubsan\"\nheader = [\"x\"]\nframes = [\"f+\"]\n",
-                "line 37: [[reference_bug.form]] 'ubsan': a second form 'ubsan' of 'cq-shift'",
+                "line 34: [[reference_bug.form]] 'ubsan': a second form 'ubsan' of 'cq-shift'",
             ),
             (
                 "",
                 "\n[[reference_bug]]\nid = \"no-form\"\nowner = \"kernel\"\ncause = \"x\"\n",
-                "line 37: [[reference_bug]] 'no-form': no [[reference_bug.form]] follows it",
+                "line 34: [[reference_bug]] 'no-form': no [[reference_bug.form]] follows it",
             ),
             (
                 "[[reference_bug]]\nid = \"cq-shift\"\nowner = \"c-driver\"\ncause = \"a negative size shifted\"\n",
                 "",
-                "line 26: [[reference_bug.form]] 'ubsan': a [[reference_bug.form]] before any",
+                "line 23: [[reference_bug.form]] 'ubsan': a [[reference_bug.form]] before any",
             ),
             (
                 "",
                 "\n[[known_failure]]\nid = \"again\"\nmodel = \"stock\"\ndriver = \"rust\"\n\
-                 test = \"ucmatose\"\nissue = \"issue 5\"\nintermittent = true\n\
+                 test = \"ucmatose\"\nintermittent = true\n\
                  signature = \"x\"\ncause = \"x\"\n",
-                "line 37: [[known_failure]] 'again': ucmatose on the stock model has a known \
+                "line 34: [[known_failure]] 'again': ucmatose on the stock model has a known \
                  failure already, 'stock-ucmatose'",
             ),
             (
                 "",
                 "\n[[not_applicable]]\nid = \"v18\"\nmodel = \"patched-v18\"\ntest = \"rping\"\n\
-                 issue = \"issue 40\"\nreason = \"x\"\n\n[[not_applicable]]\nid = \"all\"\n\
-                 model = \"patched\"\ntest = \"rping\"\nissue = \"issue 40\"\nreason = \"x\"\n",
-                "line 44: [[not_applicable]] 'all': rping is not applicable to the patched model \
+                 reason = \"x\"\n\n[[not_applicable]]\nid = \"all\"\n\
+                 model = \"patched\"\ntest = \"rping\"\nreason = \"x\"\n",
+                "line 40: [[not_applicable]] 'all': rping is not applicable to the patched model \
                  already, as 'v18'",
             ),
             (
                 "test = \"rping\"",
                 "test = \"ucmatose\"",
-                "line 12: [[not_applicable]] 'stock-rping': ucmatose on the stock model is both a \
+                "line 11: [[not_applicable]] 'stock-rping': ucmatose on the stock model is both a \
                  known failure and not applicable (with 'stock-ucmatose')",
             ),
         ] {
@@ -523,7 +517,7 @@ leaked_name = ["kstrdup+"]
     fn a_test_may_fail_differently_with_each_driver() {
         let per_driver = broken("driver = \"either\"", "driver = \"c\"")
             + "\n[[known_failure]]\nid = \"rust\"\nmodel = \"stock\"\ndriver = \"rust\"\n\
-               test = \"ucmatose\"\nissue = \"issue 5\"\nintermittent = true\n\
+               test = \"ucmatose\"\nintermittent = true\n\
                signature = \"x\"\ncause = \"x\"\n";
         let all = parse(&per_driver).unwrap_or_else(|why| panic!("{why}"));
         assert_eq!(all.known_failures.len(), 2);
@@ -534,7 +528,7 @@ leaked_name = ["kstrdup+"]
         let text = broken("cause = \"rd_atom 0\"", "cause = \"rd_atom 0");
         assert_eq!(
             parse(&text).unwrap_err(),
-            "line 10: a string not closed on its line"
+            "line 9: a string not closed on its line"
         );
     }
 }

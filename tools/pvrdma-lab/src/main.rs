@@ -21,6 +21,8 @@ mod postmortem;
 mod qemu;
 #[cfg(test)]
 mod reachability;
+#[cfg(test)]
+mod readme_table;
 mod reference_bugs;
 mod run_error;
 mod session;
@@ -713,7 +715,7 @@ mod tests {
         }
     }
 
-    /// Issue 41 §1.3: a Rust driver module not found (not built, or built where the run does
+    /// A Rust driver module not found (not built, or built where the run does
     /// not look) fails the Rust driver's entries, those of its pairs and of the tests its
     /// model cannot run too; it skipped them before, and the run passed without the driver.
     #[test]

@@ -463,7 +463,7 @@ mod tests {
     const CONSOLE: &str = "boot\nlab-init: slot 1: a begins\nlab-init: slot 2: b begins\n\
                            lab-init: slot 3: c begins\n";
 
-    /// Issue 41 §1.1: a test that wrote a failing status before a later test of its guest hung
+    /// A test that wrote a failing status before a later test of its guest hung
     /// it is reported as failed, not run again (an intermittent failure would then pass); a
     /// test that passed before it is judged from what it wrote, its leak check said to be
     /// missing; the test the guest ended in is judged with its end; only the test the guest

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-//! The run's skip set, checked (issue 41 §1.3): the entries a run skips (TAP
+//! The run's skip set, checked: the entries a run skips (TAP
 //! `# SKIP`, `n/a` in the results table) are exactly those that the
 //! [`not_applicable`](crate::known::NotApplicable) entries of
 //! `known-failures.toml` and the selection skip. A skip for any other reason

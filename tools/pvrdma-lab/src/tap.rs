@@ -22,7 +22,7 @@ pub enum TapResult {
     /// `ok N - name # SKIP why`.
     Skip(String),
     /// A known failure that happened: `not ok N - name # TODO cause` (the
-    /// known cause and its issue), not counted as a failure.
+    /// known cause), not counted as a failure.
     Todo(String),
     /// A test excused as failing (a known failure not marked intermittent, a
     /// test not applicable to its model, a verb the Rust driver lacks) that

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-//! Fast registration (issue 13): an MR allocated without access, registered
+//! Fast registration: an MR allocated without access, registered
 //! by a REG_MR work request under a new key variant, reachable by RDMA with
 //! exactly that key, invalidated by LOCAL_INV or by the peer's
 //! SEND_WITH_INV, after which its key reaches nothing.

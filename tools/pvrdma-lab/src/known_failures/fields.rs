@@ -210,16 +210,6 @@ impl<'t> Fields<'t> {
         Ok(name)
     }
 
-    /// The issue that tracks the entry: `issue N`.
-    pub fn issue(&mut self) -> Result<String, String> {
-        let (issue, line) = self.string("issue")?;
-        let number = issue.strip_prefix("issue ").unwrap_or("");
-        if number.is_empty() || !number.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(self.error(line, &format!("issue '{issue}' is not 'issue N'")));
-        }
-        Ok(issue)
-    }
-
     /// An array of strings, each checked by `check` (which says what is wrong with it).
     fn strings(
         &mut self,
