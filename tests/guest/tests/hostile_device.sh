@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
-# lab-about: the driver against a device that lies (the patched model's fault injection, tools/qemu patch 16), one fault at a time: async events and CQ notifications naming no object, an interrupt storm, a command answered with another command's response code, a command answered 20 ms late (patch 25, as an asynchronous device answers: the command waits for the response interrupt and succeeds), a stray kernel CQE of an unknown QP, two kernel CQEs of one queue in reverse order (as QEMU's backend reports a work request that fails at once while earlier ones are in flight), a kernel receive completion counting 64 KiB, far more than its MAD buffer holds (patch 26: the Rust driver fails it with a length error and rdma_cm sends the MAD again; the C driver passes it on, and the MAD layer reads an IB MAD's fixed size whatever the count), a kernel CQE with bits set above the low 16 of its 64-bit QP field (patch 26: the completion is the QP's that the low 16 bits name, as the C driver and rdma-core's provider read the field), a notification of a kernel CQ at its arm inside ib_alloc_cq(), a port down with MTUs of 0 at probe (patch 28: the device registers), capabilities out of range at probe, each survived with a clean error (the Rust driver counting the stale events and the wrong response in its hardware counters) and the device carrying ibv_rc_pingpong or rping after it; then a fault that leaves the device untrustworthy (by default a kernel CQE with a wr_id never posted): the device is declared dead, IBV_EVENT_DEVICE_FATAL reaches user space, rping and ibv_rc_pingpong fail cleanly within their limits, and removal completes; dmesg free of oops/WARN/KASAN
+# lab-about: the driver against a device that lies (the patched model's fault injection, tools/qemu patch 16), one fault at a time: async events and CQ notifications naming no object, an interrupt storm, a command answered with another command's response code, a command answered 20 ms late (patch 25, as an asynchronous device answers: the command waits for the response interrupt and succeeds), a command answered 15 s and 60 s late, as a device whose host stalled answers (patch 30: the Rust driver waits, saying so after 10 s, the command and one waiting behind it succeed, and rping and ibv_rc_pingpong run after; the C driver fails the late command after its 10 s timeout), a response written front to back, its header before the rest (patch 30: the driver reads the slot only after the interrupt, and the port query finds the attributes a query without the fault finds), a stray kernel CQE of an unknown QP, two kernel CQEs of one queue in reverse order (as QEMU's backend reports a work request that fails at once while earlier ones are in flight), a kernel receive completion counting 64 KiB, far more than its MAD buffer holds (patch 26: the Rust driver fails it with a length error and rdma_cm sends the MAD again; the C driver passes it on, and the MAD layer reads an IB MAD's fixed size whatever the count), a kernel CQE with bits set above the low 16 of its 64-bit QP field (patch 26: the completion is the QP's that the low 16 bits name, as the C driver and rdma-core's provider read the field), a notification of a kernel CQ at its arm inside ib_alloc_cq(), a port down with MTUs of 0 at probe (patch 28: the device registers), capabilities out of range at probe, each survived with a clean error (the Rust driver counting the stale events and the wrong response in its hardware counters) and the device carrying ibv_rc_pingpong or rping after it; then a fault that leaves the device untrustworthy (by default a kernel CQE with a wr_id never posted): the device is declared dead, IBV_EVENT_DEVICE_FATAL reaches user space, rping and ibv_rc_pingpong fail cleanly within their limits, and removal completes; dmesg free of oops/WARN/KASAN
 # lab-timeout: 600
 # lab-own-guest: the device model is left faulted (its fault injection, a device declared dead), which the next test must not inherit
 . "$LAB_DIR/lib.sh"
@@ -24,12 +24,12 @@
 
 name=hostile_device
 if [ "$LAB_DRIVER" = c ]; then
-	survivable_default="stale-events irq-storm cmd-wrong-response cmd-late-response cmd-no-response cqe-reorder cqe-byte-len cqe-qp-high-bits port-attrs caps"
+	survivable_default="stale-events irq-storm cmd-wrong-response cmd-late-response cmd-late-15s cmd-late-60s cmd-resp-front-to-back cmd-no-response cqe-reorder cqe-byte-len cqe-qp-high-bits port-attrs caps"
 	fatal_default=none
 else
 	# cqe-qp-high-bits before cqe-unknown-qp: the warning about a dropped
 	# completion, which the first must not cause, is printed once per boot.
-	survivable_default="stale-events irq-storm cmd-wrong-response cmd-late-response cqe-qp-high-bits cqe-unknown-qp cqe-reorder cqe-byte-len cq-arm-notify port-attrs caps"
+	survivable_default="stale-events irq-storm cmd-wrong-response cmd-late-response cmd-late-15s cmd-late-60s cmd-resp-front-to-back cqe-qp-high-bits cqe-unknown-qp cqe-reorder cqe-byte-len cq-arm-notify port-attrs caps"
 	fatal_default=cqe-bad-wr-id
 fi
 faults=${LAB_HOSTILE_FAULTS:-$survivable_default}
@@ -194,6 +194,57 @@ for kind in $faults; do
 		happened "$kind" 10
 		works "$kind"
 		;;
+	cmd-late-15s | cmd-late-60s)
+		# A command answered 15 or 60 s late, as a device whose host stalled
+		# (contention, a migration's stun, the host adapter resetting)
+		# answers: the first command of an ibv_devinfo, while a second
+		# ibv_devinfo waits for the channel behind it. The Rust driver waits
+		# for the answer (saying in the log, after 10 s, that the device is
+		# slow), both succeed, and rdma_cm and the device carry on after; only
+		# 100 s of silence makes a device dead. The C driver fails the late
+		# command after its 10 s timeout (that ibv_devinfo exits with an
+		# error) and runs the next one, which the device answers after the
+		# late one.
+		late_out=$LAB_RESULTS/devinfo-$kind-late.txt
+		next_out=$LAB_RESULTS/devinfo-$kind-next.txt
+		arm "$kind"
+		timeout 150 ibv_devinfo -v -d "$LAB_DEV" >"$late_out" 2>&1 &
+		late_pid=$!
+		# The fault is taken when the command is written: the next waits behind it.
+		happened "$kind" 10
+		timeout 150 ibv_devinfo -v -d "$LAB_DEV" >"$next_out" 2>&1
+		next_status=$?
+		wait "$late_pid"
+		late_status=$?
+		[ "$next_status" -eq 0 ] && grep -q PORT_ACTIVE "$next_out" ||
+			lab_fail "$name: $kind: the ibv_devinfo behind the late command exited $next_status: $(lab_tail "$next_out")"
+		if [ "$LAB_DRIVER" = rust ]; then
+			[ "$late_status" -eq 0 ] && grep -q PORT_ACTIVE "$late_out" ||
+				lab_fail "$name: $kind: ibv_devinfo exited $late_status on a command answered late: $(lab_tail "$late_out")"
+		else
+			lab_note "$kind: the C driver: the ibv_devinfo whose command came late exited $late_status ($(lab_tail "$late_out")), the one behind it 0"
+		fi
+		rping_ok "$kind"
+		works "$kind"
+		;;
+	cmd-resp-front-to-back)
+		# The port query's response written front to back: its header, which
+		# names the command, at once, the rest of the slot only 20 ms later,
+		# with the interrupt. A driver that reads the slot before the
+		# interrupt takes the half-written response for the answer. The port's
+		# attributes must be what a query without the fault finds.
+		base=$LAB_RESULTS/port-$kind-baseline.txt
+		got=$LAB_RESULTS/port-$kind.txt
+		timeout 60 "$fault" --query-port "$LAB_DEV" >"$base" 2>&1 ||
+			lab_fail "$name: $kind: the port query without the fault failed: $(lab_tail "$base")"
+		timeout 60 "$fault" --query-port "$LAB_DEV" "$kind" >"$got" 2>&1
+		status=$?
+		[ "$status" -eq 0 ] || lab_fail "$name: $kind: the port query answered front to back exited $status: $(lab_tail "$got")"
+		grep -v '^armed ' "$got" | cmp -s - "$base" ||
+			lab_fail "$name: $kind: the port query answered front to back differs from one without the fault: $(grep -v '^armed ' "$got" | diff "$base" - | tr '\n' ' ')"
+		happened "$kind" 10
+		works "$kind"
+		;;
 	cmd-no-response)
 		# For the C driver, which has no dead state: the command times out (10 s),
 		# the next one works. (The Rust driver declares the device dead: see below.)
@@ -320,6 +371,14 @@ for kind in $faults; do
 		expect_dmesg "$kind" "unexpected response|unknown response" "the wrong response"
 		counted "$kind" command_errors "$errors_before"
 		;;
+	cmd-late-15s | cmd-late-60s)
+		if [ "$LAB_DRIVER" = rust ]; then
+			expect_dmesg "$kind" "no response yet after 1[0-9] s; waiting" "the slow device noticed"
+			expect_dmesg "$kind" "answered after [0-9]+ ms" "the late answer taken"
+			! grep -q "declaring the device dead" "$LAB_RESULTS/dmesg-$kind.txt" ||
+				lab_fail "$name: $kind: a slow device declared dead: $(grep -m 1 'declaring the device dead' "$LAB_RESULTS/dmesg-$kind.txt")"
+		fi
+		;;
 	cmd-late-response)
 		if [ "$LAB_DRIVER" = rust ]; then
 			# The late answer came with an interrupt, the only one a command
@@ -368,9 +427,10 @@ async-ring-index | cq-notify-ring-index)
 	trigger="the interrupt that came with it"
 	;;
 cmd-no-response)
-	# ibv_devinfo's port query waits for the command timeout (10 s).
-	trigger="ibv_devinfo's port query"
-	timeout 60 ibv_devinfo -v -d "$LAB_DEV" >"$LAB_RESULTS/devinfo-$kind.txt" 2>&1
+	# ibv_devinfo's command waits for its answer as long as the driver waits
+	# for a slow device (100 s), then the device is declared dead.
+	trigger="ibv_devinfo's command, never answered"
+	timeout 150 ibv_devinfo -v -d "$LAB_DEV" >"$LAB_RESULTS/devinfo-$kind.txt" 2>&1
 	status=$?
 	[ "$status" -ne 124 ] && [ "$status" -ne 137 ] || lab_fail "$name: $kind: ibv_devinfo hung"
 	;;

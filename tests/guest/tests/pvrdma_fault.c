@@ -18,6 +18,12 @@
  *                            device sees) and print how that went, with the
  *                            errno a refusal reached user space with (which
  *                            ibv_devinfo does not print); exit 1 if refused
+ *   pvrdma_fault --query-port DEV [KIND]
+ *                            open DEV, arm KIND if given (so that the next
+ *                            command, the port query's QUERY_PORT, is the
+ *                            one it hits), query port 1 and print its
+ *                            attributes, one per line; exit 1 if the query
+ *                            failed
  *
  * The stock model has no such register: it keeps what is written there, so
  * a fault reads back pending for ever (--wait fails) and nothing happens.
@@ -180,15 +186,92 @@ static int open_device(const char *name)
 	return ret;
 }
 
+/* Arms the fault named NAME: 0 if armed, 1 if the model refused it. */
+static int arm(const char *name)
+{
+	unsigned int kind = kind_of(name);
+	volatile uint32_t *regs = map_regs();
+	uint32_t pending;
+
+	regs[REG_FAULT / 4] = kind;
+	pending = regs[REG_FAULT / 4];
+	/* The faults that happen at once read back as 0 already. */
+	if (pending != kind && !(pending == 0 && at_once[kind])) {
+		fprintf(stderr, "fault register reads %u after writing %u: %s\n", pending, kind,
+			pending ? "no fault injection" : "the model does not know this fault");
+		return 1;
+	}
+	printf("armed %s (%u)%s\n", kinds[kind], kind, pending ? "" : ", happened at once");
+	return 0;
+}
+
+/*
+ * Opens RDMA device NAME, arms fault KIND (if not NULL), queries port 1 and
+ * prints what it says: 0 if the query succeeded, 1 if it failed, 2 if there
+ * is no such device or the fault could not be armed.
+ */
+static int query_port(const char *name, const char *kind)
+{
+	struct ibv_device **list, **d;
+	struct ibv_port_attr attr;
+	struct ibv_context *ctx = NULL;
+	int err, ret = 2;
+
+	list = ibv_get_device_list(NULL);
+	if (!list) {
+		perror("ibv_get_device_list");
+		return 2;
+	}
+	for (d = list; *d; d++)
+		if (!strcmp(ibv_get_device_name(*d), name))
+			break;
+	if (*d)
+		ctx = ibv_open_device(*d);
+	if (!ctx) {
+		fprintf(stderr, "cannot open RDMA device %s\n", name);
+		goto out;
+	}
+	if (kind && arm(kind))
+		goto out;
+	memset(&attr, 0, sizeof(attr));
+	err = ibv_query_port(ctx, 1, &attr);
+	if (err) {
+		printf("query port 1 of %s: failed with %s (%d)\n", name,
+		       strerrorname_np(err) ?: "no errno name", err);
+		ret = 1;
+		goto out;
+	}
+	printf("state %d\nmax_mtu %d\nactive_mtu %d\ngid_tbl_len %d\nport_cap_flags %#x\n"
+	       "max_msg_sz %u\npkey_tbl_len %u\nlid %u\nactive_width %u\nactive_speed %u\n"
+	       "phys_state %u\nlink_layer %u\n",
+	       attr.state, attr.max_mtu, attr.active_mtu, attr.gid_tbl_len, attr.port_cap_flags,
+	       attr.max_msg_sz, attr.pkey_tbl_len, attr.lid, attr.active_width, attr.active_speed,
+	       attr.phys_state, attr.link_layer);
+	ret = 0;
+out:
+	if (ctx)
+		ibv_close_device(ctx);
+	ibv_free_device_list(list);
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
 	volatile uint32_t *regs;
-	unsigned int kind;
 	uint32_t pending;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s KIND | --wait SECONDS | --pending | --open DEV\n", argv[0]);
+		fprintf(stderr,
+			"usage: %s KIND | --wait SECONDS | --pending | --open DEV | --query-port DEV [KIND]\n",
+			argv[0]);
 		return 2;
+	}
+	if (!strcmp(argv[1], "--query-port")) {
+		if (argc < 3) {
+			fprintf(stderr, "usage: %s --query-port DEV [KIND]\n", argv[0]);
+			return 2;
+		}
+		return query_port(argv[2], argc > 3 ? argv[3] : NULL);
 	}
 	if (!strcmp(argv[1], "--open")) {
 		if (argc < 3) {
@@ -218,16 +301,5 @@ int main(int argc, char **argv)
 		printf("fault %u still pending\n", regs[REG_FAULT / 4]);
 		return 1;
 	}
-	kind = kind_of(argv[1]);
-	regs = map_regs();
-	regs[REG_FAULT / 4] = kind;
-	pending = regs[REG_FAULT / 4];
-	/* The faults that happen at once read back as 0 already. */
-	if (pending != kind && !(pending == 0 && at_once[kind])) {
-		fprintf(stderr, "fault register reads %u after writing %u: %s\n", pending, kind,
-			pending ? "no fault injection" : "the model does not know this fault");
-		return 1;
-	}
-	printf("armed %s (%u)%s\n", kinds[kind], kind, pending ? "" : ", happened at once");
-	return 0;
+	return arm(argv[1]);
 }
