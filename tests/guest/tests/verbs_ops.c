@@ -211,6 +211,40 @@ static void connect_qp(struct ibv_qp *qp, uint32_t dest_qpn)
     }
 }
 
+/*
+ * The capabilities ibv_query_qp() reports for @qp, in RTS, are at least what
+ * create_qp() asked for and within the device's limits: consumers size their
+ * rings by them (SMC-R does, after RTR).
+ */
+static void check_caps(struct ibv_qp *qp, const char *name)
+{
+    struct ibv_device_attr dev;
+    struct ibv_qp_init_attr init;
+    struct ibv_qp_attr a;
+
+    if (ibv_query_device(ctx, &dev)) {
+        fail("ibv_query_device: %s", strerror(errno));
+    }
+    memset(&a, 0, sizeof(a));
+    if (ibv_query_qp(qp, &a, IBV_QP_STATE | IBV_QP_CAP, &init)) {
+        fail("ibv_query_qp %s: %s", name, strerror(errno));
+    }
+    if (a.qp_state != IBV_QPS_RTS || a.cap.max_send_wr < 16 || a.cap.max_recv_wr < 16 ||
+        a.cap.max_send_sge < 1 || a.cap.max_recv_sge < 1 ||
+        a.cap.max_send_wr > (uint32_t)dev.max_qp_wr ||
+        a.cap.max_recv_wr > (uint32_t)dev.max_qp_wr ||
+        a.cap.max_send_sge > (uint32_t)dev.max_sge ||
+        a.cap.max_recv_sge > (uint32_t)dev.max_sge) {
+        fail("ibv_query_qp %s: state %d, capabilities send %u x %u, receive %u x %u, inline %u "
+             "(created with 16 x 1 each; the device's maxima %d WRs, %d SGEs)",
+             name, a.qp_state, a.cap.max_send_wr, a.cap.max_send_sge, a.cap.max_recv_wr,
+             a.cap.max_recv_sge, a.cap.max_inline_data, dev.max_qp_wr, dev.max_sge);
+    }
+    printf("ibv_query_qp %s in RTS: send %u x %u, receive %u x %u, inline %u\n", name,
+           a.cap.max_send_wr, a.cap.max_send_sge, a.cap.max_recv_wr, a.cap.max_recv_sge,
+           a.cap.max_inline_data);
+}
+
 /* Whether a completion event for cq_b arrives within @ms; acks it. */
 static int event_within(int ms)
 {
@@ -260,6 +294,8 @@ static void setup(const char *dev_name)
     qp_b = create_qp(cq_b);
     connect_qp(qp_a, qp_b->qp_num);
     connect_qp(qp_b, qp_a->qp_num);
+    check_caps(qp_a, "A");
+    check_caps(qp_b, "B");
     /* Unaligned buffers spanning pages: MRs that do not start on a page */
     buf_a = (char *)malloc(BUF + 64) + 24;
     buf_b = (char *)malloc(BUF + 64) + 40;

@@ -9,7 +9,7 @@
 use crate::{
     abi::PAGE_DIR_MAX_PAGES,
     abi::{self, *},
-    convert::{cap_from_pvrdma, qp_attr_from_pvrdma, qp_attr_to_pvrdma},
+    convert::{qp_attr_from_pvrdma, qp_attr_to_pvrdma},
     device::IbDev,
     pdir::PageDir,
     wq::{Side, WorkQueue},
@@ -516,7 +516,12 @@ impl Qp {
         let resp: RespQueryQp = dev.hw.command(opcode_verbs::QUERY_QP, &cmd)?;
         q.attr = qp_attr_from_pvrdma(&resp.attrs);
         q.attr.cur_qp_state = q.attr.qp_state;
-        q.init_cap = cap_from_pvrdma(&resp.attrs.cap);
+        // The capabilities are those the QP was created with, which nothing changes afterwards:
+        // the driver's record, not the device's echo of them. Kernel consumers size their rings
+        // by what this reports (SMC-R does, after RTR), and QEMU 7.2's model answers QUERY_QP
+        // with its backend's `ibv_qp_attr` laid over the device's layout, which puts other
+        // bytes where the capabilities are.
+        q.attr.cap = self.cap;
         self.state
             .store(q.attr.qp_state.as_raw(), Ordering::Relaxed);
         Ok(q)
