@@ -13,6 +13,8 @@
 #                 files, and its driver patches are what drivers/infiniband/hw/pvrdma/ makes
 #   make series-build-each  every step of the series builds the kernel crate (slow)
 #   make series-review  checkpatch --strict, rustfmtcheck, clippy and rustdoc on the series
+#   make module KDIR=<kernel build dir>  the Rust driver against that tree, as it is: no apt,
+#                 no kernel build (toolchain: tools/lab/kernel-env's, or KERNEL_MAKE_VARS="...")
 #
 # Selection: make check MODELS=patched DRIVERS=c TESTS=ibv_rc_pingpong,ibv_devinfo
 #   MODELS   patched (QEMU 7.2 + tools/qemu/patches, device version 20), patched-v18,
@@ -86,6 +88,18 @@ MODULE_COPY := mkdir -p $(MODULE_DIR) && (cd $(TOP) && find Kbuild drivers inclu
 	\( -name '*.rs' -o -name '*.c' -o -name '*.h' -o -name Kbuild -o -name Makefile \) | \
 	tar -cf - -T -) | tar -C $(MODULE_DIR) -xf - &&
 endif
+# KDIR=<kernel build dir>: `make module` builds the driver against that tree as it is, with
+# neither tools/lab/install-deps (apt) nor tools/lab/build-kernel; the lab's kernel otherwise.
+# KERNEL_MAKE_VARS: the toolchain variables of that kernel's build (default: the lab's,
+# tools/lab/kernel-env), e.g. KERNEL_MAKE_VARS="LLVM=1" for a tree built so.
+KDIR ?=
+ifneq ($(KDIR),)
+ifneq ($(filter-out module,$(or $(MAKECMDGOALS),all)),)
+$(error KDIR=$(KDIR) is for `make module` only; the other targets build and use the lab's kernel)
+endif
+endif
+MODULE_KDIR := $(if $(KDIR),$(abspath $(KDIR)),$(KDIR_FILE))
+KERNEL_MAKE_VARS ?= $$($(TOP)/tools/lab/kernel-env)
 # Every test's time limit is multiplied by TIME_FACTOR (the debug kernel runs the tests
 # about four times slower under TCG; limits of most tests have room for that: Documentation/reliability.md).
 TIME_FACTOR ?= $(if $(filter 1,$(KERNEL_DEBUG)),3,1)
@@ -122,7 +136,7 @@ QEMU_FOR_LAB := $(if $(call uses_patched,$(LAB_MODELS)),qemu) $(if $(call uses_s
 QEMU_FOR_CHECK := $(if $(call uses_patched,$(MODELS)),qemu) $(if $(call uses_stock,$(MODELS)),stock-qemu)
 STOCK_QEMU := $(PVRDMA_CACHE)/qemu/stock/current/bin/qemu-system-x86_64
 
-.PHONY: all deps kernel kernel-clippy qemu stock-qemu tools module module-clippy unit lab check bench soak fmt clean series series-build-each series-review guest-programs
+.PHONY: all deps kernel have-kernel kernel-clippy qemu stock-qemu tools module module-clippy unit lab check bench soak fmt clean series series-build-each series-review guest-programs
 
 all: kernel qemu stock-qemu tools module
 
@@ -161,24 +175,29 @@ $(GUEST_PROGRAMS_DIR)/wc_audit.so: $(TOP)/tests/guest/wc_audit.c
 	@mkdir -p $(@D)
 	cc -shared -fPIC -O2 -Wall -Wextra -Werror -o $@ $< -ldl
 
-# The Rust driver module, built against the cached test kernel. A Rust module
-# must be rebuilt whenever the kernel (its `kernel` crate) was: Kbuild does not
-# track that for external modules, so a stamp of the kernel build forces it.
-# Runs that test only the C driver do not build it.
+# The Rust driver module, built against the cached test kernel, or against KDIR
+# when given. A Rust module must be rebuilt whenever the kernel (its `kernel`
+# crate) was: Kbuild does not track that for external modules, so a stamp of the
+# kernel build forces it. Runs that test only the C driver do not build it.
 MODULE_STAMP := $(dir $(RUST_MODULE)).kernel-stamp
 RUST_DRIVER_USED = $(filter rust,$(subst $(comma), ,$(DRIVERS)))
-module: kernel
+module: $(if $(KDIR),have-kernel,kernel)
 	@if [ -z "$(RUST_DRIVER_USED)" ]; then \
 		echo "== driver module: not built (DRIVERS=$(DRIVERS))"; \
 	else \
-		echo "== driver module"; \
-		stamp="$$(readlink -f $(KDIR_FILE)) $$(stat -c %Y $(KDIR_FILE)/vmlinux)"; \
+		echo "== driver module (against $(MODULE_KDIR))"; \
+		stamp="$$(readlink -f $(MODULE_KDIR)) $$(stat -c %Y $(MODULE_KDIR)/vmlinux)"; \
 		if [ "$$(cat $(MODULE_STAMP) 2>/dev/null)" != "$$stamp" ]; then \
-			$(MODULE_COPY) $(MAKE) -s -C $(KDIR_FILE)/ M=$(MODULE_DIR) $$($(TOP)/tools/lab/kernel-env) clean; \
+			$(MODULE_COPY) $(MAKE) -s -C $(MODULE_KDIR)/ M=$(MODULE_DIR) $(KERNEL_MAKE_VARS) clean; \
 		fi; \
-		$(MODULE_COPY) $(MAKE) -C $(KDIR_FILE)/ M=$(MODULE_DIR) $$($(TOP)/tools/lab/kernel-env) modules && \
+		$(MODULE_COPY) $(MAKE) -C $(MODULE_KDIR)/ M=$(MODULE_DIR) $(KERNEL_MAKE_VARS) modules && \
 		echo "$$stamp" > $(MODULE_STAMP); \
 	fi
+
+# KDIR= is taken as it is: a kernel tree already built (nothing is installed or built there).
+have-kernel:
+	@[ -f "$(MODULE_KDIR)/Makefile" ] && [ -f "$(MODULE_KDIR)/Module.symvers" ] || \
+		{ echo "KDIR=$(KDIR): not a built kernel tree (no Makefile or Module.symvers)" >&2; exit 2; }
 
 module-clippy: kernel
 	$(MAKE) -C $(KDIR_FILE)/ M=$(MODULE_DIR) $$($(TOP)/tools/lab/kernel-env) CLIPPY=1 modules
