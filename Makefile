@@ -6,6 +6,10 @@
 #                 run rping and ibv_rc_pingpong on each device model, print a summary
 #   make check    every lab test on every device model and driver (and the host-side
 #                 unit tests), ending "N passed, N failed"
+#   make lab-tests TESTS=rping  the fast loop: only the lab tests named (MODELS, DRIVERS as
+#                 for check), no host unit tests, no series review; the test kernel and
+#                 QEMU as they are (built only when missing), the module, runner and guest
+#                 programs rebuilt if they changed
 #   make qemu     the patched QEMU (tools/qemu/build-qemu; cached)
 #   make stock-qemu  Debian's QEMU 7.2, unpacked into the cache (tools/qemu/fetch-stock-qemu)
 #   make soak     on demand: 1,000 rmmod/insmod cycles with traffic (SOAK_CYCLES=N)
@@ -14,7 +18,8 @@
 #   make series-build-each  every step of the series builds the kernel crate (slow)
 #   make series-review  checkpatch --strict, rustfmtcheck, clippy and rustdoc on the series
 #   make module KDIR=<kernel build dir>  the Rust driver against that tree, as it is: no apt,
-#                 no kernel build (toolchain: tools/lab/kernel-env's, or KERNEL_MAKE_VARS="...")
+#                 no kernel build (toolchain: tools/lab/kernel-env's, or KERNEL_MAKE_VARS="...");
+#                 make lab-tests KDIR=... boots that tree too
 #
 # Selection: make check MODELS=patched DRIVERS=c TESTS=ibv_rc_pingpong,ibv_devinfo
 #   MODELS   patched (QEMU 7.2 + tools/qemu/patches, device version 20), patched-v18,
@@ -89,15 +94,20 @@ MODULE_COPY := mkdir -p $(MODULE_DIR) && (cd $(TOP) && find Kbuild drivers inclu
 	tar -cf - -T -) | tar -C $(MODULE_DIR) -xf - &&
 endif
 # KDIR=<kernel build dir>: `make module` builds the driver against that tree as it is, with
-# neither tools/lab/install-deps (apt) nor tools/lab/build-kernel; the lab's kernel otherwise.
-# KERNEL_MAKE_VARS: the toolchain variables of that kernel's build (default: the lab's,
-# tools/lab/kernel-env), e.g. KERNEL_MAKE_VARS="LLVM=1" for a tree built so.
+# neither tools/lab/install-deps (apt) nor tools/lab/build-kernel, and `make lab-tests` boots
+# it; the lab's kernel otherwise. KERNEL_MAKE_VARS: the toolchain variables of that kernel's
+# build (default: the lab's, tools/lab/kernel-env), e.g. KERNEL_MAKE_VARS="LLVM=1".
 KDIR ?=
+FAST_GOALS := module lab-tests
 ifneq ($(KDIR),)
-ifneq ($(filter-out module,$(or $(MAKECMDGOALS),all)),)
-$(error KDIR=$(KDIR) is for `make module` only; the other targets build and use the lab's kernel)
+ifneq ($(filter-out $(FAST_GOALS),$(or $(MAKECMDGOALS),all)),)
+$(error KDIR=$(KDIR) is for `make $(FAST_GOALS)`; the other targets build and use the lab's kernel)
 endif
 endif
+# The fast loop (KDIR given, or make lab-tests): what is built is used as it is. The module
+# is built against the kernel there is (the lab's kernel is built only when missing), and no
+# step runs tools/lab/install-deps unless it builds what is missing.
+FAST := $(if $(KDIR)$(filter-out module,$(filter $(FAST_GOALS),$(MAKECMDGOALS))),1)
 MODULE_KDIR := $(if $(KDIR),$(abspath $(KDIR)),$(KDIR_FILE))
 KERNEL_MAKE_VARS ?= $$($(TOP)/tools/lab/kernel-env)
 # Every test's time limit is multiplied by TIME_FACTOR (the debug kernel runs the tests
@@ -136,7 +146,7 @@ QEMU_FOR_LAB := $(if $(call uses_patched,$(LAB_MODELS)),qemu) $(if $(call uses_s
 QEMU_FOR_CHECK := $(if $(call uses_patched,$(MODELS)),qemu) $(if $(call uses_stock,$(MODELS)),stock-qemu)
 STOCK_QEMU := $(PVRDMA_CACHE)/qemu/stock/current/bin/qemu-system-x86_64
 
-.PHONY: all deps kernel have-kernel kernel-clippy qemu stock-qemu tools module module-clippy unit lab check bench soak fmt clean series series-build-each series-review guest-programs
+.PHONY: all deps kernel have-kernel kernel-clippy qemu have-qemu stock-qemu tools module module-clippy unit lab lab-tests check bench soak fmt clean series series-build-each series-review guest-programs
 
 all: kernel qemu stock-qemu tools module
 
@@ -156,7 +166,7 @@ stock-qemu: deps
 	@echo "== stock QEMU (tools/qemu/fetch-stock-qemu)"
 	@set -o pipefail; $(TOP)/tools/qemu/fetch-stock-qemu | tail -n 1
 
-tools: deps guest-programs
+tools: $(if $(FAST),,deps) guest-programs
 	@echo "== host tools (verbs backend, mux, runner)"
 	@cd $(TOP)/tools && $(CARGO) build --release --quiet
 
@@ -165,7 +175,7 @@ tools: deps guest-programs
 # them in the guest otherwise): a compile under TCG takes 10-30 s a guest.
 GUEST_PROGRAMS_DIR := $(TOP)/tools/target/guest-programs
 GUEST_TEST_PROGRAMS := $(patsubst $(TOP)/tests/guest/tests/%.c,$(GUEST_PROGRAMS_DIR)/%,$(wildcard $(TOP)/tests/guest/tests/*.c))
-guest-programs: deps $(GUEST_TEST_PROGRAMS) $(GUEST_PROGRAMS_DIR)/wc_audit.so
+guest-programs: $(if $(FAST),,deps) $(GUEST_TEST_PROGRAMS) $(GUEST_PROGRAMS_DIR)/wc_audit.so
 
 $(GUEST_TEST_PROGRAMS): $(GUEST_PROGRAMS_DIR)/%: $(TOP)/tests/guest/tests/%.c
 	@mkdir -p $(@D)
@@ -181,7 +191,7 @@ $(GUEST_PROGRAMS_DIR)/wc_audit.so: $(TOP)/tests/guest/wc_audit.c
 # kernel build forces it. Runs that test only the C driver do not build it.
 MODULE_STAMP := $(dir $(RUST_MODULE)).kernel-stamp
 RUST_DRIVER_USED = $(filter rust,$(subst $(comma), ,$(DRIVERS)))
-module: $(if $(KDIR),have-kernel,kernel)
+module: $(if $(FAST),have-kernel,kernel)
 	@if [ -z "$(RUST_DRIVER_USED)" ]; then \
 		echo "== driver module: not built (DRIVERS=$(DRIVERS))"; \
 	else \
@@ -194,10 +204,27 @@ module: $(if $(KDIR),have-kernel,kernel)
 		echo "$$stamp" > $(MODULE_STAMP); \
 	fi
 
-# KDIR= is taken as it is: a kernel tree already built (nothing is installed or built there).
+# The kernel of the fast loop: KDIR= taken as it is, a tree already built (nothing is
+# installed or built there); else the lab's as last built, built (make kernel) only if missing.
 have-kernel:
+ifneq ($(KDIR),)
 	@[ -f "$(MODULE_KDIR)/Makefile" ] && [ -f "$(MODULE_KDIR)/Module.symvers" ] || \
 		{ echo "KDIR=$(KDIR): not a built kernel tree (no Makefile or Module.symvers)" >&2; exit 2; }
+else
+	@if [ -f $(KDIR_FILE)/arch/x86/boot/bzImage ]; then \
+		echo "== test kernel: $$(readlink -f $(KDIR_FILE)) as built (make kernel rebuilds it after a change to rust/)"; \
+	else \
+		$(MAKE) --no-print-directory kernel; \
+	fi
+endif
+
+# The device models' QEMUs of the fast loop, as built; each built only if missing
+# (make qemu rebuilds the patched one after a change to tools/qemu/).
+PATCHED_QEMU := $(PVRDMA_CACHE)/qemu/current/bin/qemu-system-x86_64
+FAST_MODELS = $(MODELS)
+have-qemu:
+	@$(if $(call uses_patched,$(FAST_MODELS)),[ -x $(PATCHED_QEMU) ] || $(MAKE) --no-print-directory qemu;) \
+		$(if $(call uses_stock,$(FAST_MODELS)),[ -x $(STOCK_QEMU) ] || $(MAKE) --no-print-directory stock-qemu;) true
 
 module-clippy: kernel
 	$(MAKE) -C $(KDIR_FILE)/ M=$(MODULE_DIR) $$($(TOP)/tools/lab/kernel-env) CLIPPY=1 modules
@@ -245,6 +272,13 @@ lab: kernel tools module $(QEMU_FOR_LAB)
 REVIEW ?= 1
 check: kernel tools module $(QEMU_FOR_CHECK)
 	@PVRDMA_REVIEW=$(REVIEW) PVRDMA_MODULE_DIR=$(MODULE_DIR) $(TOP)/tools/lab/check --kernel $(KDIR_FILE)/ --models "$(MODELS)" --drivers "$(DRIVERS)" --tests "$(TESTS)" --results $(RESULTS) --rust-module $(RUST_MODULE) --qemu-stock $(STOCK_QEMU) $(RUN_SETTINGS)
+
+# Lab tests only, the fast loop: `make lab-tests TESTS=rping MODELS=patched DRIVERS=rust`
+# runs what `make check` would of them, without the series review, the host unit tests and
+# the run from a copy under /tmp; nothing is rebuilt that exists but the module, the runner
+# and the guest programs (each as far as it changed). TESTS empty: every lab test.
+lab-tests: tools module have-qemu
+	@$(LAB) run --keep-going --kernel $(MODULE_KDIR)/ --models "$(MODELS)" --drivers "$(DRIVERS)" --tests "$(TESTS)" --results $(RESULTS) --rust-module $(RUST_MODULE) --qemu-stock $(STOCK_QEMU) $(RUN_SETTINGS)
 
 # The Rust driver against the C driver, same run, same device model: perftest
 # and the control path of verbs_resources over BENCH_REPS repetitions after a
