@@ -31,6 +31,8 @@
 #   KERNEL_DEBUG=1  on the debug kernel (KASAN, KFENCE, UBSAN, ...) instead of the lab's
 #   KERNEL_LEAN=1   on the lean kernel (no lockdep, kmemleak, ...): `make bench`'s default
 #   JOBS=N   guests at once (default: one per CPU; `make bench` runs one at a time)
+# PVRDMA_JOBS=N: jobs of each build (test kernel, patched QEMU, the series' steps; default:
+# one per CPU, `nproc`)
 # The test kernel is trixie-backports' Linux 7.3 with rust/ overlaid (the
 # abstractions the driver in drivers/ is built on). Everything slow (test
 # kernel, patched QEMU) is cached outside the checkout in $(PVRDMA_CACHE).
@@ -45,6 +47,12 @@ SHELL := /bin/bash
 TOP := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 PVRDMA_CACHE ?= $(HOME)/.cache/pvrdma-rs
 export PVRDMA_CACHE
+# Jobs of each build: tools/lab/build-kernel, tools/qemu/build-qemu (under nice) and
+# tools/lab/series read it, tools/lab/review and kernel-clippy are given it. One per CPU
+# unless told (build-kernel's own default, for a run without make, is 2).
+NPROC := $(shell nproc 2>/dev/null || echo 2)
+PVRDMA_JOBS ?= $(NPROC)
+export PVRDMA_JOBS
 
 # KERNEL= chose between 6.12 and 7.3 while the project moved; only 7.3 is left.
 ifneq ($(filter-out 7.3,$(KERNEL)),)
@@ -234,9 +242,9 @@ module-clippy: kernel
 # crate is rebuilt normally afterwards.
 kernel-clippy: kernel
 	@cd $(KDIR_FILE) && touch rust/kernel/lib.rs && \
-		$(MAKE) -s $$($(TOP)/tools/lab/kernel-env) CLIPPY=1 -j2 rust/ && \
+		$(MAKE) -s $$($(TOP)/tools/lab/kernel-env) CLIPPY=1 -j$(PVRDMA_JOBS) rust/ && \
 		touch rust/kernel/lib.rs && \
-		$(MAKE) -s $$($(TOP)/tools/lab/kernel-env) -j2 bzImage modules
+		$(MAKE) -s $$($(TOP)/tools/lab/kernel-env) -j$(PVRDMA_JOBS) bzImage modules
 
 # The Rust-for-Linux series (tools/lab/series): rust/patches creates exactly the
 # rust/ files (build-kernel checks that too) and the driver's files, whose patches are
