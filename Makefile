@@ -31,6 +31,8 @@
 #   KERNEL_DEBUG=1  on the debug kernel (KASAN, KFENCE, UBSAN, ...) instead of the lab's
 #   KERNEL_LEAN=1   on the lean kernel (no lockdep, kmemleak, ...): `make bench`'s default
 #   JOBS=N   guests at once (default: one per CPU; `make bench` runs one at a time)
+#   ACCEL=kvm|tcg  the guests' accelerator (default: KVM where a probe finds /dev/kvm
+#            works, else TCG; the run's header says which)
 # PVRDMA_JOBS=N: jobs of each build (test kernel, patched QEMU, the series' steps; default:
 # one per CPU, `nproc`)
 # The test kernel is trixie-backports' Linux 7.3 with rust/ overlaid (the
@@ -134,7 +136,9 @@ TESTS_PER_GUEST ?=
 # REFERENCE_PAIRS=1: also the two-guest tests with the C driver on both guests (skipped when
 # the Rust driver is tested too: its mixed pairs have the C driver's server and client).
 REFERENCE_PAIRS ?=
-RUN_SETTINGS = --guest-env "$(LAB_ENV)" --time-factor $(TIME_FACTOR) $(if $(JOBS),--jobs $(JOBS)) \
+# ACCEL=kvm|tcg: the guests' accelerator (default, auto: KVM where /dev/kvm works, else TCG).
+ACCEL ?=
+RUN_SETTINGS = --guest-env "$(LAB_ENV)" --time-factor $(TIME_FACTOR) $(if $(JOBS),--jobs $(JOBS)) $(if $(ACCEL),--accel $(ACCEL)) \
 	$(if $(TESTS_PER_GUEST),--tests-per-guest $(TESTS_PER_GUEST)) \
 	$(if $(filter 1,$(REFERENCE_PAIRS)),--reference-pairs)
 TESTS ?=
@@ -311,7 +315,7 @@ soak: kernel tools module $(if $(call uses_patched,$(SOAK_MODELS)),qemu) $(if $(
 	@[[ "$(SOAK_CYCLES)" =~ ^[1-9][0-9]*$$ ]] || { echo "SOAK_CYCLES=$(SOAK_CYCLES): a number of cycles" >&2; exit 2; }
 	@$(LAB) run --keep-going --kernel $(KDIR_FILE)/ --models "$(SOAK_MODELS)" --drivers "$(DRIVERS)" --tests driver_cycles --results $(RESULTS)/soak --rust-module $(RUST_MODULE) --qemu-stock $(STOCK_QEMU) \
 		--guest-env "LAB_CYCLES=$(SOAK_CYCLES) LAB_CYCLE_TRAFFIC_EVERY=1 $(LAB_ENV)" \
-		--time-factor $$(( $(SOAK_CYCLES) / 60 + 1 > 20 ? 20 : $(SOAK_CYCLES) / 60 + 1 )) $(if $(JOBS),--jobs $(JOBS))
+		--time-factor $$(( $(SOAK_CYCLES) / 60 + 1 > 20 ? 20 : $(SOAK_CYCLES) / 60 + 1 )) $(if $(JOBS),--jobs $(JOBS)) $(if $(ACCEL),--accel $(ACCEL))
 
 fmt:
 	cd $(TOP)/tools && $(CARGO) fmt --all

@@ -12,6 +12,7 @@ usage: pvrdma-lab run [--models patched,stock] [--drivers c,rust]
                       [--tests NAME,...] [--results DIR] [--kernel DIR]
                       [--keep-going] [--run-not-applicable] [--jobs N]
                       [--tests-per-guest N] [--reference-pairs]
+                      [--accel auto|kvm|tcg]
                       [--qemu-stock PATH] [--qemu-patched PATH]
                       [--mux PATH] [--verbs-lib PATH] [--rust-module PATH]
        pvrdma-lab list
@@ -48,6 +49,10 @@ run   boots fresh QEMUs (each with a fresh pvrdma-mux) for each device model
                      guests when the Rust driver is tested too (skipped by
                      default then: the C driver's server and client each run
                      against the Rust driver's in the mixed pairs)
+      --accel        the guests' accelerator (default: auto): auto takes KVM
+                     when /dev/kvm works (a probe creates a VM, and the CPU must
+                     have vmx or svm), else TCG with one thread for all vCPUs;
+                     kvm or tcg forces one. The run's header says which ran
       --run-not-applicable
                      also run the tests a device model cannot pass (listed
                      with their reason in tools/pvrdma-lab/known-failures.toml;
@@ -140,6 +145,8 @@ pub struct RunOptions {
     pub jobs: Option<usize>,
     /// `--tests-per-guest N`: tests one guest runs; the default when not given.
     pub tests_per_guest: Option<usize>,
+    /// `--accel auto|kvm|tcg`.
+    pub accel: crate::accel::Choice,
 }
 
 /// Options of `pvrdma-lab bench-report`.
@@ -264,6 +271,7 @@ fn parse_run(args: &[String]) -> Result<RunOptions, String> {
                     ))
                 }
             },
+            "--accel" => options.accel = crate::accel::Choice::parse(&value)?,
             _ => options.rust_module = path()?,
         }
     }
@@ -317,6 +325,7 @@ const KNOWN_VALUE_OPTIONS: &[&str] = &[
     "--time-factor",
     "--jobs",
     "--tests-per-guest",
+    "--accel",
 ];
 
 /// The variables that say which run this is, set by the runner (on the guest's kernel
@@ -574,6 +583,22 @@ mod tests {
         assert_eq!((o.tests_per_guest, o.reference_pairs), (None, false));
         assert!(parse(&args("run --tests-per-guest 0")).is_err());
         assert!(parse(&args("run --tests-per-guest 9")).is_err());
+    }
+
+    #[test]
+    fn accel() {
+        use crate::accel::Choice;
+        let accel = |line: &str| match parse(&args(line)) {
+            Ok(Command::Run(o)) => Ok(o.accel),
+            Ok(_) => panic!("{line}: not run"),
+            Err(why) => Err(why),
+        };
+        assert_eq!(accel("run"), Ok(Choice::Auto));
+        assert_eq!(accel("run --accel tcg"), Ok(Choice::Tcg));
+        assert_eq!(accel("run --accel=kvm"), Ok(Choice::Kvm));
+        assert_eq!(accel("run --accel auto"), Ok(Choice::Auto));
+        assert!(accel("run --accel xen").is_err());
+        assert!(accel("run --accel").is_err());
     }
 
     #[test]

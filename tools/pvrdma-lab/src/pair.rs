@@ -233,6 +233,7 @@ fn run_sides(
                 listen: i == 0,
                 incarnation: side.incarnation,
             }),
+            accel: layout.accel,
         };
         let spawned = session::start_guest(&guest, qemu, &layout.mux, &dirs[i]);
         let mut q = match spawned {

@@ -5,6 +5,8 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::process::Command;
 
+use crate::accel::Accel;
+
 /// Guest RAM, shared (`share=on`): QEMU's pvrdma refuses anything else.
 const RAM: &str = "1G";
 /// vCPUs: a pingpong server and client poll their CQs at the same time.
@@ -80,6 +82,8 @@ pub struct Guest<'a> {
     pub verbs_log: &'a Path,
     /// For a two-guest test: this guest's end of the link to the other.
     pub link: Option<Link<'a>>,
+    /// The accelerator (crate::accel chooses it for the run).
+    pub accel: Accel,
 }
 
 /// A path as a QEMU option value: commas are doubled (QEMU's escape).
@@ -178,12 +182,12 @@ impl Guest<'_> {
         let mut args: Vec<String> = vec![
             "-machine".into(),
             "q35,memory-backend=ram0".into(),
-            // One host thread runs both vCPUs in turn: with multi-threaded TCG
-            // a vCPU was seen executing an int3 the kernel had already patched
-            // away on the other (an "Oops: int3" at boot), and on a 2-core host
-            // the single thread is no slower.
+            // TCG: one host thread runs both vCPUs in turn (with multi-threaded
+            // TCG a vCPU was seen executing an int3 the kernel had already
+            // patched away on the other, an "Oops: int3" at boot, and on a
+            // 2-core host the single thread is no slower); or KVM.
             "-accel".into(),
-            "tcg,thread=single".into(),
+            self.accel.qemu_option().into(),
             "-m".into(),
             RAM.into(),
             "-smp".into(),
@@ -310,7 +314,25 @@ mod tests {
             verbs_lib: Path::new("/t/libpvrdma_verbs.so"),
             verbs_log: Path::new("/r/verbs.log"),
             link: None,
+            accel: Accel::Tcg,
         }
+    }
+
+    #[test]
+    fn the_accelerator() {
+        let slots = [slot("ibv_devinfo", 120, "/r")];
+        let mut g = guest(&slots);
+        let accel = |g: &Guest| {
+            let args = args_of(g);
+            let at = args.iter().position(|a| a == "-accel").unwrap();
+            (
+                args[at + 1].clone(),
+                args.iter().filter(|a| *a == "-accel").count(),
+            )
+        };
+        assert_eq!(accel(&g), ("tcg,thread=single".to_string(), 1));
+        g.accel = Accel::Kvm;
+        assert_eq!(accel(&g), ("kvm".to_string(), 1));
     }
 
     #[test]
