@@ -10,6 +10,9 @@
 #                 for check), no host unit tests, no series review; the test kernel and
 #                 QEMU as they are (built only when missing), the module, runner and guest
 #                 programs rebuilt if they changed
+#   make shell    one interactive guest (MODEL=patched DRIVER=rust): the driver loaded, port 1
+#                 ACTIVE, a shell on its serial console in this terminal (`exit` powers it
+#                 off, Ctrl-A x kills QEMU); GDB=1 adds QEMU's gdb stub on 127.0.0.1:1234
 #   make qemu     the patched QEMU (tools/qemu/build-qemu; cached)
 #   make stock-qemu  Debian's QEMU 7.2, unpacked into the cache (tools/qemu/fetch-stock-qemu)
 #   make soak     on demand: 1,000 rmmod/insmod cycles with traffic (SOAK_CYCLES=N)
@@ -19,7 +22,7 @@
 #   make series-review  checkpatch --strict, rustfmtcheck, clippy and rustdoc on the series
 #   make module KDIR=<kernel build dir>  the Rust driver against that tree, as it is: no apt,
 #                 no kernel build (toolchain: tools/lab/kernel-env's, or KERNEL_MAKE_VARS="...");
-#                 make lab-tests KDIR=... boots that tree too
+#                 make lab-tests KDIR=... and make shell KDIR=... boot that tree too
 #
 # Selection: make check MODELS=patched DRIVERS=c TESTS=ibv_rc_pingpong,ibv_devinfo
 #   MODELS   patched (QEMU 7.2 + tools/qemu/patches, device version 20), patched-v18,
@@ -104,19 +107,20 @@ MODULE_COPY := mkdir -p $(MODULE_DIR) && (cd $(TOP) && find Kbuild drivers inclu
 	tar -cf - -T -) | tar -C $(MODULE_DIR) -xf - &&
 endif
 # KDIR=<kernel build dir>: `make module` builds the driver against that tree as it is, with
-# neither tools/lab/install-deps (apt) nor tools/lab/build-kernel, and `make lab-tests` boots
-# it; the lab's kernel otherwise. KERNEL_MAKE_VARS: the toolchain variables of that kernel's
-# build (default: the lab's, tools/lab/kernel-env), e.g. KERNEL_MAKE_VARS="LLVM=1".
+# neither tools/lab/install-deps (apt) nor tools/lab/build-kernel, and `make lab-tests` and
+# `make shell` boot it; the lab's kernel otherwise. KERNEL_MAKE_VARS: the toolchain
+# variables of that kernel's build (default: the lab's, tools/lab/kernel-env), e.g.
+# KERNEL_MAKE_VARS="LLVM=1".
 KDIR ?=
-FAST_GOALS := module lab-tests
+FAST_GOALS := module lab-tests shell
 ifneq ($(KDIR),)
 ifneq ($(filter-out $(FAST_GOALS),$(or $(MAKECMDGOALS),all)),)
 $(error KDIR=$(KDIR) is for `make $(FAST_GOALS)`; the other targets build and use the lab's kernel)
 endif
 endif
-# The fast loop (KDIR given, or make lab-tests): what is built is used as it is. The module
-# is built against the kernel there is (the lab's kernel is built only when missing), and no
-# step runs tools/lab/install-deps unless it builds what is missing.
+# The fast loop (KDIR given, make lab-tests, make shell): what is built is used as it is.
+# The module is built against the kernel there is (the lab's kernel is built only when
+# missing), and no step runs tools/lab/install-deps unless it builds what is missing.
 FAST := $(if $(KDIR)$(filter-out module,$(filter $(FAST_GOALS),$(MAKECMDGOALS))),1)
 MODULE_KDIR := $(if $(KDIR),$(abspath $(KDIR)),$(KDIR_FILE))
 KERNEL_MAKE_VARS ?= $$($(TOP)/tools/lab/kernel-env)
@@ -158,7 +162,7 @@ QEMU_FOR_LAB := $(if $(call uses_patched,$(LAB_MODELS)),qemu) $(if $(call uses_s
 QEMU_FOR_CHECK := $(if $(call uses_patched,$(MODELS)),qemu) $(if $(call uses_stock,$(MODELS)),stock-qemu)
 STOCK_QEMU := $(PVRDMA_CACHE)/qemu/stock/current/bin/qemu-system-x86_64
 
-.PHONY: all deps kernel have-kernel kernel-clippy qemu have-qemu stock-qemu tools module module-clippy unit lab lab-tests check bench soak fmt clean series series-build-each series-review guest-programs
+.PHONY: all deps kernel have-kernel kernel-clippy qemu have-qemu stock-qemu tools module module-clippy unit lab lab-tests shell check bench soak fmt clean series series-build-each series-review guest-programs
 
 all: kernel qemu stock-qemu tools module
 
@@ -291,6 +295,20 @@ check: kernel tools module $(QEMU_FOR_CHECK)
 # and the guest programs (each as far as it changed). TESTS empty: every lab test.
 lab-tests: tools module have-qemu
 	@$(LAB) run --keep-going --kernel $(MODULE_KDIR)/ --models "$(MODELS)" --drivers "$(DRIVERS)" --tests "$(TESTS)" --results $(RESULTS) --rust-module $(RUST_MODULE) --qemu-stock $(STOCK_QEMU) $(RUN_SETTINGS)
+
+# One interactive guest: `make shell MODEL=patched DRIVER=rust` boots the model's QEMU with
+# the driver loaded and port 1 ACTIVE, as for a test, and gives a shell on the guest's serial
+# console, which QEMU puts on this terminal (pvrdma-lab shell). `exit` removes the driver,
+# writes the guest's report into $(RESULTS)/shell and powers it off; Ctrl-A x ends QEMU at
+# once. GDB=1: QEMU's gdb stub (its -s, on 127.0.0.1 only) at port 1234, the kernel booted
+# with nokaslr. What it needs is built as for lab-tests: only when missing, but the module.
+MODEL ?= patched
+DRIVER ?= rust
+GDB ?= 0
+shell: DRIVERS = $(DRIVER)
+shell: FAST_MODELS = $(MODEL)
+shell: tools module have-qemu
+	@$(LAB) shell --kernel $(MODULE_KDIR)/ --model "$(MODEL)" --driver "$(DRIVER)" --results $(RESULTS)/shell --rust-module $(RUST_MODULE) --qemu-stock $(STOCK_QEMU) --guest-env "$(LAB_ENV)" $(if $(filter 1,$(GDB)),--gdb) $(if $(ACCEL),--accel $(ACCEL))
 
 # The Rust driver against the C driver, same run, same device model: perftest
 # and the control path of verbs_resources over BENCH_REPS repetitions after a

@@ -28,6 +28,7 @@ mod reference_bugs;
 mod run_error;
 mod session;
 mod shared;
+mod shell;
 mod signals;
 mod skip_set;
 mod tap;
@@ -65,6 +66,7 @@ fn main() -> ExitCode {
         Ok(cli::Command::List) => list(),
         Ok(cli::Command::BenchReport(options)) => bench_report(&options),
         Ok(cli::Command::Run(options)) => run(&options),
+        Ok(cli::Command::Shell(options)) => shell::run(&options),
         Err(why) => {
             eprintln!("pvrdma-lab: {why}\n\n{}", cli::USAGE);
             ExitCode::from(EXIT_USAGE)

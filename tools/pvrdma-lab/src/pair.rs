@@ -234,6 +234,7 @@ fn run_sides(
                 incarnation: side.incarnation,
             }),
             accel: layout.accel,
+            shell: None,
         };
         let spawned = session::start_guest(&guest, qemu, &layout.mux, &dirs[i]);
         let mut q = match spawned {

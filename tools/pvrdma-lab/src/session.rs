@@ -245,6 +245,7 @@ pub fn run_guest(
         verbs_log: &verbs_log,
         link: None,
         accel: layout.accel,
+        shell: None,
     };
     let limit_secs = tests
         .iter()
