@@ -6,6 +6,13 @@
 #                 run rping and ibv_rc_pingpong on each device model, print a summary
 #   make check    every lab test on every device model and driver (and the host-side
 #                 unit tests), ending "N passed, N failed"
+#   make lab-tests TESTS=rping  the fast loop: only the lab tests named (MODELS, DRIVERS as
+#                 for check), no host unit tests, no series review; the test kernel and
+#                 QEMU as they are (built only when missing), the module, runner and guest
+#                 programs rebuilt if they changed
+#   make shell    one interactive guest (MODEL=patched DRIVER=rust): the driver loaded, port 1
+#                 ACTIVE, a shell on its serial console in this terminal (`exit` powers it
+#                 off, Ctrl-A x kills QEMU); GDB=1 adds QEMU's gdb stub on 127.0.0.1:1234
 #   make qemu     the patched QEMU (tools/qemu/build-qemu; cached)
 #   make stock-qemu  Debian's QEMU 7.2, unpacked into the cache (tools/qemu/fetch-stock-qemu)
 #   make soak     on demand: 1,000 rmmod/insmod cycles with traffic (SOAK_CYCLES=N)
@@ -13,6 +20,9 @@
 #                 files, and its driver patches are what drivers/infiniband/hw/pvrdma/ makes
 #   make series-build-each  every step of the series builds the kernel crate (slow)
 #   make series-review  checkpatch --strict, rustfmtcheck, clippy and rustdoc on the series
+#   make module KDIR=<kernel build dir>  the Rust driver against that tree, as it is: no apt,
+#                 no kernel build (toolchain: tools/lab/kernel-env's, or KERNEL_MAKE_VARS="...");
+#                 make lab-tests KDIR=... and make shell KDIR=... boot that tree too
 #
 # Selection: make check MODELS=patched DRIVERS=c TESTS=ibv_rc_pingpong,ibv_devinfo
 #   MODELS   patched (QEMU 7.2 + tools/qemu/patches, device version 20), patched-v18,
@@ -24,6 +34,10 @@
 #   KERNEL_DEBUG=1  on the debug kernel (KASAN, KFENCE, UBSAN, ...) instead of the lab's
 #   KERNEL_LEAN=1   on the lean kernel (no lockdep, kmemleak, ...): `make bench`'s default
 #   JOBS=N   guests at once (default: one per CPU; `make bench` runs one at a time)
+#   ACCEL=kvm|tcg  the guests' accelerator (default: KVM where a probe finds /dev/kvm
+#            works, else TCG; the run's header says which)
+# PVRDMA_JOBS=N: jobs of each build (test kernel, patched QEMU, the series' steps; default:
+# one per CPU, `nproc`)
 # The test kernel is trixie-backports' Linux 7.3 with rust/ overlaid (the
 # abstractions the driver in drivers/ is built on). Everything slow (test
 # kernel, patched QEMU) is cached outside the checkout in $(PVRDMA_CACHE).
@@ -38,6 +52,12 @@ SHELL := /bin/bash
 TOP := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 PVRDMA_CACHE ?= $(HOME)/.cache/pvrdma-rs
 export PVRDMA_CACHE
+# Jobs of each build: tools/lab/build-kernel, tools/qemu/build-qemu (under nice) and
+# tools/lab/series read it, tools/lab/review and kernel-clippy are given it. One per CPU
+# unless told (build-kernel's own default, for a run without make, is 2).
+NPROC := $(shell nproc 2>/dev/null || echo 2)
+PVRDMA_JOBS ?= $(NPROC)
+export PVRDMA_JOBS
 
 # KERNEL= chose between 6.12 and 7.3 while the project moved; only 7.3 is left.
 ifneq ($(filter-out 7.3,$(KERNEL)),)
@@ -86,6 +106,24 @@ MODULE_COPY := mkdir -p $(MODULE_DIR) && (cd $(TOP) && find Kbuild drivers inclu
 	\( -name '*.rs' -o -name '*.c' -o -name '*.h' -o -name Kbuild -o -name Makefile \) | \
 	tar -cf - -T -) | tar -C $(MODULE_DIR) -xf - &&
 endif
+# KDIR=<kernel build dir>: `make module` builds the driver against that tree as it is, with
+# neither tools/lab/install-deps (apt) nor tools/lab/build-kernel, and `make lab-tests` and
+# `make shell` boot it; the lab's kernel otherwise. KERNEL_MAKE_VARS: the toolchain
+# variables of that kernel's build (default: the lab's, tools/lab/kernel-env), e.g.
+# KERNEL_MAKE_VARS="LLVM=1".
+KDIR ?=
+FAST_GOALS := module lab-tests shell
+ifneq ($(KDIR),)
+ifneq ($(filter-out $(FAST_GOALS),$(or $(MAKECMDGOALS),all)),)
+$(error KDIR=$(KDIR) is for `make $(FAST_GOALS)`; the other targets build and use the lab's kernel)
+endif
+endif
+# The fast loop (KDIR given, make lab-tests, make shell): what is built is used as it is.
+# The module is built against the kernel there is (the lab's kernel is built only when
+# missing), and no step runs tools/lab/install-deps unless it builds what is missing.
+FAST := $(if $(KDIR)$(filter-out module,$(filter $(FAST_GOALS),$(MAKECMDGOALS))),1)
+MODULE_KDIR := $(if $(KDIR),$(abspath $(KDIR)),$(KDIR_FILE))
+KERNEL_MAKE_VARS ?= $$($(TOP)/tools/lab/kernel-env)
 # Every test's time limit is multiplied by TIME_FACTOR (the debug kernel runs the tests
 # about four times slower under TCG; limits of most tests have room for that: Documentation/reliability.md).
 TIME_FACTOR ?= $(if $(filter 1,$(KERNEL_DEBUG)),3,1)
@@ -102,7 +140,9 @@ TESTS_PER_GUEST ?=
 # REFERENCE_PAIRS=1: also the two-guest tests with the C driver on both guests (skipped when
 # the Rust driver is tested too: its mixed pairs have the C driver's server and client).
 REFERENCE_PAIRS ?=
-RUN_SETTINGS = --guest-env "$(LAB_ENV)" --time-factor $(TIME_FACTOR) $(if $(JOBS),--jobs $(JOBS)) \
+# ACCEL=kvm|tcg: the guests' accelerator (default, auto: KVM where /dev/kvm works, else TCG).
+ACCEL ?=
+RUN_SETTINGS = --guest-env "$(LAB_ENV)" --time-factor $(TIME_FACTOR) $(if $(JOBS),--jobs $(JOBS)) $(if $(ACCEL),--accel $(ACCEL)) \
 	$(if $(TESTS_PER_GUEST),--tests-per-guest $(TESTS_PER_GUEST)) \
 	$(if $(filter 1,$(REFERENCE_PAIRS)),--reference-pairs)
 TESTS ?=
@@ -122,7 +162,7 @@ QEMU_FOR_LAB := $(if $(call uses_patched,$(LAB_MODELS)),qemu) $(if $(call uses_s
 QEMU_FOR_CHECK := $(if $(call uses_patched,$(MODELS)),qemu) $(if $(call uses_stock,$(MODELS)),stock-qemu)
 STOCK_QEMU := $(PVRDMA_CACHE)/qemu/stock/current/bin/qemu-system-x86_64
 
-.PHONY: all deps kernel kernel-clippy qemu stock-qemu tools module module-clippy unit lab check bench soak fmt clean series series-build-each series-review guest-programs
+.PHONY: all deps kernel have-kernel kernel-clippy qemu have-qemu stock-qemu tools module module-clippy unit lab lab-tests shell check bench soak fmt clean series series-build-each series-review guest-programs
 
 all: kernel qemu stock-qemu tools module
 
@@ -142,7 +182,7 @@ stock-qemu: deps
 	@echo "== stock QEMU (tools/qemu/fetch-stock-qemu)"
 	@set -o pipefail; $(TOP)/tools/qemu/fetch-stock-qemu | tail -n 1
 
-tools: deps guest-programs
+tools: $(if $(FAST),,deps) guest-programs
 	@echo "== host tools (verbs backend, mux, runner)"
 	@cd $(TOP)/tools && $(CARGO) build --release --quiet
 
@@ -151,7 +191,7 @@ tools: deps guest-programs
 # them in the guest otherwise): a compile under TCG takes 10-30 s a guest.
 GUEST_PROGRAMS_DIR := $(TOP)/tools/target/guest-programs
 GUEST_TEST_PROGRAMS := $(patsubst $(TOP)/tests/guest/tests/%.c,$(GUEST_PROGRAMS_DIR)/%,$(wildcard $(TOP)/tests/guest/tests/*.c))
-guest-programs: deps $(GUEST_TEST_PROGRAMS) $(GUEST_PROGRAMS_DIR)/wc_audit.so
+guest-programs: $(if $(FAST),,deps) $(GUEST_TEST_PROGRAMS) $(GUEST_PROGRAMS_DIR)/wc_audit.so
 
 $(GUEST_TEST_PROGRAMS): $(GUEST_PROGRAMS_DIR)/%: $(TOP)/tests/guest/tests/%.c
 	@mkdir -p $(@D)
@@ -161,24 +201,46 @@ $(GUEST_PROGRAMS_DIR)/wc_audit.so: $(TOP)/tests/guest/wc_audit.c
 	@mkdir -p $(@D)
 	cc -shared -fPIC -O2 -Wall -Wextra -Werror -o $@ $< -ldl
 
-# The Rust driver module, built against the cached test kernel. A Rust module
-# must be rebuilt whenever the kernel (its `kernel` crate) was: Kbuild does not
-# track that for external modules, so a stamp of the kernel build forces it.
-# Runs that test only the C driver do not build it.
+# The Rust driver module, built against the cached test kernel, or against KDIR
+# when given. A Rust module must be rebuilt whenever the kernel (its `kernel`
+# crate) was: Kbuild does not track that for external modules, so a stamp of the
+# kernel build forces it. Runs that test only the C driver do not build it.
 MODULE_STAMP := $(dir $(RUST_MODULE)).kernel-stamp
 RUST_DRIVER_USED = $(filter rust,$(subst $(comma), ,$(DRIVERS)))
-module: kernel
+module: $(if $(FAST),have-kernel,kernel)
 	@if [ -z "$(RUST_DRIVER_USED)" ]; then \
 		echo "== driver module: not built (DRIVERS=$(DRIVERS))"; \
 	else \
-		echo "== driver module"; \
-		stamp="$$(readlink -f $(KDIR_FILE)) $$(stat -c %Y $(KDIR_FILE)/vmlinux)"; \
+		echo "== driver module (against $(MODULE_KDIR))"; \
+		stamp="$$(readlink -f $(MODULE_KDIR)) $$(stat -c %Y $(MODULE_KDIR)/vmlinux)"; \
 		if [ "$$(cat $(MODULE_STAMP) 2>/dev/null)" != "$$stamp" ]; then \
-			$(MODULE_COPY) $(MAKE) -s -C $(KDIR_FILE)/ M=$(MODULE_DIR) $$($(TOP)/tools/lab/kernel-env) clean; \
+			$(MODULE_COPY) $(MAKE) -s -C $(MODULE_KDIR)/ M=$(MODULE_DIR) $(KERNEL_MAKE_VARS) clean; \
 		fi; \
-		$(MODULE_COPY) $(MAKE) -C $(KDIR_FILE)/ M=$(MODULE_DIR) $$($(TOP)/tools/lab/kernel-env) modules && \
+		$(MODULE_COPY) $(MAKE) -C $(MODULE_KDIR)/ M=$(MODULE_DIR) $(KERNEL_MAKE_VARS) modules && \
 		echo "$$stamp" > $(MODULE_STAMP); \
 	fi
+
+# The kernel of the fast loop: KDIR= taken as it is, a tree already built (nothing is
+# installed or built there); else the lab's as last built, built (make kernel) only if missing.
+have-kernel:
+ifneq ($(KDIR),)
+	@[ -f "$(MODULE_KDIR)/Makefile" ] && [ -f "$(MODULE_KDIR)/Module.symvers" ] || \
+		{ echo "KDIR=$(KDIR): not a built kernel tree (no Makefile or Module.symvers)" >&2; exit 2; }
+else
+	@if [ -f $(KDIR_FILE)/arch/x86/boot/bzImage ]; then \
+		echo "== test kernel: $$(readlink -f $(KDIR_FILE)) as built (make kernel rebuilds it after a change to rust/)"; \
+	else \
+		$(MAKE) --no-print-directory kernel; \
+	fi
+endif
+
+# The device models' QEMUs of the fast loop, as built; each built only if missing
+# (make qemu rebuilds the patched one after a change to tools/qemu/).
+PATCHED_QEMU := $(PVRDMA_CACHE)/qemu/current/bin/qemu-system-x86_64
+FAST_MODELS = $(MODELS)
+have-qemu:
+	@$(if $(call uses_patched,$(FAST_MODELS)),[ -x $(PATCHED_QEMU) ] || $(MAKE) --no-print-directory qemu;) \
+		$(if $(call uses_stock,$(FAST_MODELS)),[ -x $(STOCK_QEMU) ] || $(MAKE) --no-print-directory stock-qemu;) true
 
 module-clippy: kernel
 	$(MAKE) -C $(KDIR_FILE)/ M=$(MODULE_DIR) $$($(TOP)/tools/lab/kernel-env) CLIPPY=1 modules
@@ -188,9 +250,9 @@ module-clippy: kernel
 # crate is rebuilt normally afterwards.
 kernel-clippy: kernel
 	@cd $(KDIR_FILE) && touch rust/kernel/lib.rs && \
-		$(MAKE) -s $$($(TOP)/tools/lab/kernel-env) CLIPPY=1 -j2 rust/ && \
+		$(MAKE) -s $$($(TOP)/tools/lab/kernel-env) CLIPPY=1 -j$(PVRDMA_JOBS) rust/ && \
 		touch rust/kernel/lib.rs && \
-		$(MAKE) -s $$($(TOP)/tools/lab/kernel-env) -j2 bzImage modules
+		$(MAKE) -s $$($(TOP)/tools/lab/kernel-env) -j$(PVRDMA_JOBS) bzImage modules
 
 # The Rust-for-Linux series (tools/lab/series): rust/patches creates exactly the
 # rust/ files (build-kernel checks that too) and the driver's files, whose patches are
@@ -227,6 +289,27 @@ REVIEW ?= 1
 check: kernel tools module $(QEMU_FOR_CHECK)
 	@PVRDMA_REVIEW=$(REVIEW) PVRDMA_MODULE_DIR=$(MODULE_DIR) $(TOP)/tools/lab/check --kernel $(KDIR_FILE)/ --models "$(MODELS)" --drivers "$(DRIVERS)" --tests "$(TESTS)" --results $(RESULTS) --rust-module $(RUST_MODULE) --qemu-stock $(STOCK_QEMU) $(RUN_SETTINGS)
 
+# Lab tests only, the fast loop: `make lab-tests TESTS=rping MODELS=patched DRIVERS=rust`
+# runs what `make check` would of them, without the series review, the host unit tests and
+# the run from a copy under /tmp; nothing is rebuilt that exists but the module, the runner
+# and the guest programs (each as far as it changed). TESTS empty: every lab test.
+lab-tests: tools module have-qemu
+	@$(LAB) run --keep-going --kernel $(MODULE_KDIR)/ --models "$(MODELS)" --drivers "$(DRIVERS)" --tests "$(TESTS)" --results $(RESULTS) --rust-module $(RUST_MODULE) --qemu-stock $(STOCK_QEMU) $(RUN_SETTINGS)
+
+# One interactive guest: `make shell MODEL=patched DRIVER=rust` boots the model's QEMU with
+# the driver loaded and port 1 ACTIVE, as for a test, and gives a shell on the guest's serial
+# console, which QEMU puts on this terminal (pvrdma-lab shell). `exit` removes the driver,
+# writes the guest's report into $(RESULTS)/shell and powers it off; Ctrl-A x ends QEMU at
+# once. GDB=1: QEMU's gdb stub (its -s, on 127.0.0.1 only) at port 1234, the kernel booted
+# with nokaslr. What it needs is built as for lab-tests: only when missing, but the module.
+MODEL ?= patched
+DRIVER ?= rust
+GDB ?= 0
+shell: DRIVERS = $(DRIVER)
+shell: FAST_MODELS = $(MODEL)
+shell: tools module have-qemu
+	@$(LAB) shell --kernel $(MODULE_KDIR)/ --model "$(MODEL)" --driver "$(DRIVER)" --results $(RESULTS)/shell --rust-module $(RUST_MODULE) --qemu-stock $(STOCK_QEMU) --guest-env "$(LAB_ENV)" $(if $(filter 1,$(GDB)),--gdb) $(if $(ACCEL),--accel $(ACCEL))
+
 # The Rust driver against the C driver, same run, same device model: perftest
 # and the control path of verbs_resources over BENCH_REPS repetitions after a
 # discarded warm-up; medians, Rust/C ratios with bootstrap intervals
@@ -250,7 +333,7 @@ soak: kernel tools module $(if $(call uses_patched,$(SOAK_MODELS)),qemu) $(if $(
 	@[[ "$(SOAK_CYCLES)" =~ ^[1-9][0-9]*$$ ]] || { echo "SOAK_CYCLES=$(SOAK_CYCLES): a number of cycles" >&2; exit 2; }
 	@$(LAB) run --keep-going --kernel $(KDIR_FILE)/ --models "$(SOAK_MODELS)" --drivers "$(DRIVERS)" --tests driver_cycles --results $(RESULTS)/soak --rust-module $(RUST_MODULE) --qemu-stock $(STOCK_QEMU) \
 		--guest-env "LAB_CYCLES=$(SOAK_CYCLES) LAB_CYCLE_TRAFFIC_EVERY=1 $(LAB_ENV)" \
-		--time-factor $$(( $(SOAK_CYCLES) / 60 + 1 > 20 ? 20 : $(SOAK_CYCLES) / 60 + 1 )) $(if $(JOBS),--jobs $(JOBS))
+		--time-factor $$(( $(SOAK_CYCLES) / 60 + 1 > 20 ? 20 : $(SOAK_CYCLES) / 60 + 1 )) $(if $(JOBS),--jobs $(JOBS)) $(if $(ACCEL),--accel $(ACCEL))
 
 fmt:
 	cd $(TOP)/tools && $(CARGO) fmt --all

@@ -20,8 +20,12 @@
 #                         other guest's, and which start of this guest it is (a
 #                         client started again after its QEMU ended: 2, ...); one
 #                         guest alone: 192.0.2.1, no role
+#   lab.shell=1           instead of tests (no lab.tests): the driver loaded and the port
+#                         ACTIVE as for a test, then an interactive shell on the serial
+#                         console (pvrdma-lab shell); its end ends the guest as a test's
+#                         would; lab.tty=ROWSxCOLS and lab.term=TERM: the user's terminal
 # and shares each test's results directory writable under the tags "results1",
-# "results2", ... in the order of lab.tests.
+# "results2", ... in the order of lab.tests (a shell guest: "results1").
 #
 # Whatever happens, this script writes what it saw into the results directories
 # of the tests it started and powers the guest off; `done` is written last, so a
@@ -253,9 +257,15 @@ LAB_DRIVER=
 LAB_MODULE=
 LAB_KDIR=
 LAB_TESTS=
+lab_shell=
+lab_tty=
+lab_term=
 # shellcheck disable=SC2086 # the command line is split into words on purpose
 for arg in $lab_cmdline; do
 	case "$arg" in
+	lab.shell=*) lab_shell=${arg#lab.shell=} ;;
+	lab.tty=*) lab_tty=${arg#lab.tty=} ;;
+	lab.term=*) lab_term=${arg#lab.term=} ;;
 	lab.model=*) LAB_MODEL=${arg#lab.model=} ;;
 	lab.device_version=*) LAB_DEVICE_VERSION=${arg#lab.device_version=} ;;
 	lab.driver=*) LAB_DRIVER=${arg#lab.driver=} ;;
@@ -298,7 +308,20 @@ for lab_entry in $lab_list; do
 	esac
 	[ -r "$LAB_DIR/tests/${lab_entry%:*}.sh" ] || setup_failed "no test script $LAB_DIR/tests/${lab_entry%:*}.sh"
 done
-[ "$lab_n" -ge 1 ] && [ "$lab_n" -eq "$lab_slots" ] || setup_failed "bad lab.tests '$LAB_TESTS' ($lab_slots results shares)"
+case "$lab_shell" in
+"") [ "$lab_n" -ge 1 ] && [ "$lab_n" -eq "$lab_slots" ] || setup_failed "bad lab.tests '$LAB_TESTS' ($lab_slots results shares)" ;;
+1) [ "$lab_n" -eq 0 ] && [ "$lab_slots" -eq 1 ] || setup_failed "lab.shell=1 with lab.tests '$LAB_TESTS' ($lab_slots results shares)" ;;
+*) setup_failed "bad lab.shell '$lab_shell'" ;;
+esac
+case "$lab_tty" in
+"") ;;
+*[!0-9x]* | *x*x* | [!1-9]* | *x | *x0*) setup_failed "bad lab.tty '$lab_tty' (ROWSxCOLS)" ;;
+*x*) ;;
+*) setup_failed "bad lab.tty '$lab_tty' (ROWSxCOLS)" ;;
+esac
+case "$lab_term" in
+*[!A-Za-z0-9._+-]*) setup_failed "bad lab.term '$lab_term'" ;;
+esac
 case "$LAB_MODEL" in
 *[!a-z0-9_-]*) setup_failed "bad lab.model '$LAB_MODEL'" ;;
 esac
@@ -357,6 +380,36 @@ for m in ib_uverbs ib_umad rdma_ucm; do
 	fi
 done
 
+# remove_driver: kills what the test (or the shell) left running, rmmods the driver
+# (60 s at most) and writes how that went into `teardown`.
+remove_driver() {
+	stage rmmod
+	# Anything the test left behind would hold the device open and make rmmod wait.
+	kill -KILL -1 2>/dev/null
+	busybox sleep 1
+	# rmmod runs in the background and is waited for 60 s: one stuck in the kernel
+	# (uninterruptible) would hold timeout(1) for ever, and the guest would never
+	# report what it waits for.
+	rmmod "$LAB_MODULE_NAME" >>"$R/init.log" 2>&1 &
+	lab_rmmod=$!
+	lab_n=600
+	while lab_alive "$lab_rmmod" && [ "$lab_n" -gt 0 ]; do
+		lab_n=$((lab_n - 1))
+		busybox sleep 0.1
+	done
+	if lab_alive "$lab_rmmod"; then
+		lab_hang_report "rmmod $LAB_MODULE_NAME still running after 60 s"
+		echo "rmmod $LAB_MODULE_NAME hung (60 s): $(grep -m 1 '^stuck: ' "$R/hang.txt")" >"$R/teardown"
+	elif wait "$lab_rmmod"; then
+		echo ok >"$R/teardown"
+	else
+		echo "rmmod $LAB_MODULE_NAME failed (status $?)" >"$R/teardown"
+	fi
+	lab_driver_idle=$(uptime_now)
+	read -r lab_teardown <"$R/teardown"
+	log "teardown: $lab_teardown"
+}
+
 # run_test: one test of lab.tests (LAB_TEST, LAB_TIMEOUT, reporting into R):
 # insmod, the port ACTIVE, the script, kill what it left, rmmod, its report.
 run_test() {
@@ -412,31 +465,7 @@ run_test() {
 	sed 's/^/lab-test: /' "$R/test.log" >/dev/console
 
 	# --- Teardown: the driver's remove path is part of every test ---
-	stage rmmod
-	# Anything the test left behind would hold the device open and make rmmod wait.
-	kill -KILL -1 2>/dev/null
-	busybox sleep 1
-	# rmmod runs in the background and is waited for 60 s: one stuck in the kernel
-	# (uninterruptible) would hold timeout(1) for ever, and the guest would never
-	# report what it waits for.
-	rmmod "$LAB_MODULE_NAME" >>"$R/init.log" 2>&1 &
-	lab_rmmod=$!
-	lab_n=600
-	while lab_alive "$lab_rmmod" && [ "$lab_n" -gt 0 ]; do
-		lab_n=$((lab_n - 1))
-		busybox sleep 0.1
-	done
-	if lab_alive "$lab_rmmod"; then
-		lab_hang_report "rmmod $LAB_MODULE_NAME still running after 60 s"
-		echo "rmmod $LAB_MODULE_NAME hung (60 s): $(grep -m 1 '^stuck: ' "$R/hang.txt")" >"$R/teardown"
-	elif wait "$lab_rmmod"; then
-		echo ok >"$R/teardown"
-	else
-		echo "rmmod $LAB_MODULE_NAME failed (status $?)" >"$R/teardown"
-	fi
-	lab_driver_idle=$(uptime_now)
-	read -r lab_teardown <"$R/teardown"
-	log "teardown: $lab_teardown"
+	remove_driver
 	collect_test
 }
 
@@ -458,6 +487,67 @@ kernel_undisturbed() {
 	fi
 	return 1
 }
+
+# run_shell: lab.shell=1 (pvrdma-lab shell): the driver loaded and port 1 ACTIVE as
+# before a test, then an interactive shell on the serial console (bash if there is one)
+# in a session of its own, so that it has job control and Ctrl-C; when it exits, the
+# driver's removal and the guest's report as after a test. A driver that does not come
+# up is said so, and the shell given all the same, to look at why.
+run_shell() {
+	uptime_now >"$R/slot-uptime"
+	stage load-driver
+	if lab_load_module "$LAB_MODULE"; then
+		lab_up=ok
+	else
+		lab_up="insmod $LAB_MODULE failed: ${LAB_INSMOD_ERROR:-see init.log}"
+	fi
+	LAB_MODULE_NAME=$(modinfo -F name "$LAB_MODULE" 2>/dev/null)
+	[ -n "$LAB_MODULE_NAME" ] || LAB_MODULE_NAME=$(basename "$LAB_MODULE" .ko | tr - _)
+	export LAB_MODULE LAB_MODULE_NAME
+	if [ "$lab_up" = ok ]; then
+		stage wait-device
+		if ! lab_wait_device 60; then
+			lab_up=$LAB_WAIT_FAILURE
+		elif ! lab_check_bound_driver "$LAB_MODULE_NAME"; then
+			lab_up=$LAB_BIND_FAILURE
+		fi
+	fi
+	export LAB_DEV LAB_GID_INDEX
+	echo "$lab_up" >"$R/setup"
+	stage shell
+	if [ "$lab_up" = ok ]; then
+		log "shell: $LAB_MODULE_NAME loaded, device $LAB_DEV port 1 ACTIVE, GID of $LAB_IP at index $LAB_GID_INDEX"
+	else
+		log "shell: the driver is not up: $lab_up"
+	fi
+	log "shell: exit or Ctrl-D ends the guest (rmmod, dmesg and kmemleak into $R, power off); a test: sh \$LAB_DIR/tests/NAME.sh"
+	if [ -n "$lab_tty" ]; then
+		busybox stty -F /dev/ttyS0 rows "${lab_tty%x*}" cols "${lab_tty#*x}" 2>/dev/null
+	fi
+	[ -z "$lab_term" ] || TERM=$lab_term
+	export TERM
+	lab_shell_command="sh -i"
+	[ -x /bin/bash ] && lab_shell_command="/bin/bash --norc -i"
+	cd /tmp || cd /
+	# The session leader opens the console's tty, which becomes its controlling terminal.
+	# shellcheck disable=SC2016,SC2086 # expanded by the inner sh; the command split on purpose
+	PS1="[lab $LAB_MODEL/$LAB_DRIVER \w]# " busybox setsid sh -c 'exec "$@" <>/dev/ttyS0 >&0 2>&1' sh $lab_shell_command &
+	wait $!
+	cd / || true
+	log "shell: exited"
+	if busybox grep -q "^$LAB_MODULE_NAME " /proc/modules; then
+		remove_driver
+	else
+		echo "ok (not loaded at the shell's end)" >"$R/teardown"
+		lab_driver_idle=$(uptime_now)
+	fi
+	collect_test
+}
+
+if [ "$lab_shell" = 1 ]; then
+	run_shell
+	finish
+fi
 
 # --- The tests, one after the other ----------------------------------------------
 lab_slot=0

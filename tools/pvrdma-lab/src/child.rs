@@ -27,13 +27,28 @@ pub struct Guard {
     name: String,
     child: Child,
     status: Option<ExitStatus>,
+    /// Whether the child leads a process group of its own (signals go to the group).
+    group: bool,
 }
 
 /// Starts `command` as the leader of a new process group that is killed when
 /// the runner dies or the returned guard is dropped.
 pub fn spawn(name: &str, command: &mut Command) -> io::Result<Guard> {
+    start(name, command, true)
+}
+
+/// Starts `command` in the runner's own process group, which holds the terminal: an
+/// interactive QEMU reads its console from it, and a read from a background group would
+/// stop it (SIGTTIN). It is killed when the runner dies or the returned guard is dropped.
+pub fn spawn_in_foreground(name: &str, command: &mut Command) -> io::Result<Guard> {
+    start(name, command, false)
+}
+
+fn start(name: &str, command: &mut Command, group: bool) -> io::Result<Guard> {
     let runner = std::process::id() as i32;
-    command.process_group(0);
+    if group {
+        command.process_group(0);
+    }
     // SAFETY: the closure runs in the forked child before exec and calls only
     // prctl(2) and getppid(2), both async-signal-safe; it allocates nothing
     // (the error is built from a raw errno).
@@ -54,6 +69,7 @@ pub fn spawn(name: &str, command: &mut Command) -> io::Result<Guard> {
         name: name.to_string(),
         child,
         status: None,
+        group,
     })
 }
 
@@ -81,15 +97,21 @@ impl Guard {
         Ok(self.status)
     }
 
-    /// Sends `signum` to the child's whole process group.
+    /// Sends `signum` to the child's whole process group (to the child alone when it
+    /// shares the runner's).
     fn signal_group(&self, signum: c_int) {
         // The child is the leader of its own group (process_group(0)), so the
         // group id is its pid.
-        let pgid = self.child.id() as i32;
-        // SAFETY: kill(2) with a negative pid signals that process group; it
-        // reads no memory of ours.
+        let pid = self.child.id() as i32;
+        if !self.group && self.status.is_some() {
+            // Reaped: its pid may be another process's by now.
+            return;
+        }
+        let target = if self.group { -pid } else { pid };
+        // SAFETY: kill(2) with a negative pid signals that process group, with a
+        // positive one that process; it reads no memory of ours.
         unsafe {
-            kill(-pgid, signum);
+            kill(target, signum);
         }
     }
 

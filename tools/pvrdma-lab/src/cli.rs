@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! The command line: `pvrdma-lab run [options]`, `pvrdma-lab list`,
-//! `pvrdma-lab bench-report [options]`.
+//! `pvrdma-lab shell [options]`, `pvrdma-lab bench-report [options]`.
 
 use std::path::PathBuf;
 
@@ -12,9 +12,14 @@ usage: pvrdma-lab run [--models patched,stock] [--drivers c,rust]
                       [--tests NAME,...] [--results DIR] [--kernel DIR]
                       [--keep-going] [--run-not-applicable] [--jobs N]
                       [--tests-per-guest N] [--reference-pairs]
+                      [--accel auto|kvm|tcg]
                       [--qemu-stock PATH] [--qemu-patched PATH]
                       [--mux PATH] [--verbs-lib PATH] [--rust-module PATH]
        pvrdma-lab list
+       pvrdma-lab shell [--model patched] [--driver rust] [--gdb] [--accel auto|kvm|tcg]
+                        [--kernel DIR] [--results DIR] [--guest-env NAME=VALUE,...]
+                        [--qemu-stock PATH] [--qemu-patched PATH]
+                        [--mux PATH] [--verbs-lib PATH] [--rust-module PATH]
        pvrdma-lab bench-report --results DIR [--model patched|stock] [--out DIR]
 
 run   boots fresh QEMUs (each with a fresh pvrdma-mux) for each device model
@@ -48,6 +53,10 @@ run   boots fresh QEMUs (each with a fresh pvrdma-mux) for each device model
                      guests when the Rust driver is tested too (skipped by
                      default then: the C driver's server and client each run
                      against the Rust driver's in the mixed pairs)
+      --accel        the guests' accelerator (default: auto): auto takes KVM
+                     when /dev/kvm works (a probe creates a VM, and the CPU must
+                     have vmx or svm), else TCG with one thread for all vCPUs;
+                     kvm or tcg forces one. The run's header says which ran
       --run-not-applicable
                      also run the tests a device model cannot pass (listed
                      with their reason in tools/pvrdma-lab/known-failures.toml;
@@ -63,6 +72,17 @@ run   boots fresh QEMUs (each with a fresh pvrdma-mux) for each device model
       --rust-module  the Rust driver module
                      (default: drivers/infiniband/hw/pvrdma/pvrdma.ko)
 list  lists the guest tests (tests/guest/tests/*.sh)
+shell boots one guest as for a test (a fresh mux and QEMU), loads the driver,
+      waits for port 1 ACTIVE, then gives a shell on the guest's serial console,
+      which is this terminal; `exit` removes the driver, writes the guest's
+      report (init.log, dmesg.txt, kmemleak.txt) and powers it off. Ctrl-A x
+      ends QEMU at once, Ctrl-A c switches to its monitor and back.
+      --model        the device model (default: patched)
+      --driver       c or rust (default: rust)
+      --gdb          QEMU's gdb stub on 127.0.0.1:1234 (QEMU's -s, but on the
+                     loopback address only), the kernel booted with nokaslr
+      --results      where the guest's logs go (default: <checkout>/results/shell)
+      --kernel, --accel, --guest-env and the paths: as for run
 bench-report
       the statistics of tools/lab/bench's repetitions (DIR/rep<N>/, the
       warm-up DIR/warmup/ left out): per metric, each driver's median over
@@ -140,6 +160,8 @@ pub struct RunOptions {
     pub jobs: Option<usize>,
     /// `--tests-per-guest N`: tests one guest runs; the default when not given.
     pub tests_per_guest: Option<usize>,
+    /// `--accel auto|kvm|tcg`.
+    pub accel: crate::accel::Choice,
 }
 
 /// Options of `pvrdma-lab bench-report`.
@@ -153,6 +175,19 @@ pub struct BenchReportOptions {
     pub out: Option<PathBuf>,
 }
 
+/// Options of `pvrdma-lab shell`.
+#[derive(Debug)]
+pub struct ShellOptions {
+    /// The paths, the accelerator and the guest's environment, as `run` takes them.
+    pub run: RunOptions,
+    /// `--model`.
+    pub model: DeviceModel,
+    /// `--driver`.
+    pub driver: Driver,
+    /// `--gdb`.
+    pub gdb: bool,
+}
+
 /// What the command line asks for.
 #[derive(Debug)]
 pub enum Command {
@@ -160,6 +195,8 @@ pub enum Command {
     Run(Box<RunOptions>),
     /// `list`.
     List,
+    /// `shell`.
+    Shell(Box<ShellOptions>),
     /// `bench-report`.
     BenchReport(BenchReportOptions),
     /// `help`, `-h`, `--help`.
@@ -173,6 +210,7 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
     };
     match command.as_str() {
         "run" => parse_run(rest).map(|o| Command::Run(Box::new(o))),
+        "shell" => parse_shell(rest).map(|o| Command::Shell(Box::new(o))),
         "bench-report" => parse_bench_report(rest).map(Command::BenchReport),
         "list" if rest.is_empty() => Ok(Command::List),
         "list" => Err(format!("list takes no arguments, got '{}'", rest[0])),
@@ -264,6 +302,7 @@ fn parse_run(args: &[String]) -> Result<RunOptions, String> {
                     ))
                 }
             },
+            "--accel" => options.accel = crate::accel::Choice::parse(&value)?,
             _ => options.rust_module = path()?,
         }
     }
@@ -271,6 +310,59 @@ fn parse_run(args: &[String]) -> Result<RunOptions, String> {
     dedup(&mut options.drivers);
     dedup(&mut options.tests);
     Ok(options)
+}
+
+/// The options of `run` that `shell` takes too.
+const SHELL_RUN_OPTIONS: &[&str] = &[
+    "--kernel",
+    "--results",
+    "--rust-module",
+    "--qemu-stock",
+    "--qemu-patched",
+    "--mux",
+    "--verbs-lib",
+    "--guest-env",
+    "--accel",
+];
+
+fn parse_shell(args: &[String]) -> Result<ShellOptions, String> {
+    let (mut model, mut driver, mut gdb) = (DeviceModel::Patched, Driver::Rust, false);
+    let mut shared = Vec::new();
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((flag, value)) if flag.starts_with("--") => (flag, Some(value.to_string())),
+            _ => (arg.as_str(), None),
+        };
+        match flag {
+            "--gdb" if inline.is_none() => gdb = true,
+            "--gdb" => return Err("--gdb takes no value (the stub is on 127.0.0.1:1234)".into()),
+            "--model" | "--driver" => {
+                let value = inline
+                    .or_else(|| args.next().cloned())
+                    .filter(|v| !v.is_empty())
+                    .ok_or_else(|| format!("{flag} needs a value"))?;
+                if flag == "--model" {
+                    model = DeviceModel::parse(&value)?;
+                } else {
+                    driver = Driver::parse(&value)?;
+                }
+            }
+            _ if SHELL_RUN_OPTIONS.contains(&flag) => {
+                shared.push(arg.clone());
+                if inline.is_none() {
+                    shared.extend(args.next().cloned());
+                }
+            }
+            _ => return Err(format!("unknown shell option '{arg}'")),
+        }
+    }
+    Ok(ShellOptions {
+        run: parse_run(&shared)?,
+        model,
+        driver,
+        gdb,
+    })
 }
 
 fn parse_bench_report(args: &[String]) -> Result<BenchReportOptions, String> {
@@ -317,6 +409,7 @@ const KNOWN_VALUE_OPTIONS: &[&str] = &[
     "--time-factor",
     "--jobs",
     "--tests-per-guest",
+    "--accel",
 ];
 
 /// The variables that say which run this is, set by the runner (on the guest's kernel
@@ -574,6 +667,61 @@ mod tests {
         assert_eq!((o.tests_per_guest, o.reference_pairs), (None, false));
         assert!(parse(&args("run --tests-per-guest 0")).is_err());
         assert!(parse(&args("run --tests-per-guest 9")).is_err());
+    }
+
+    #[test]
+    fn shell_options() {
+        let Ok(Command::Shell(o)) = parse(&args("shell")) else {
+            panic!("shell refused");
+        };
+        assert_eq!(
+            (o.model, o.driver, o.gdb),
+            (DeviceModel::Patched, Driver::Rust, false)
+        );
+        assert_eq!(o.run.accel, crate::accel::Choice::Auto);
+        let Ok(Command::Shell(o)) = parse(&args(
+            "shell --model stock --driver=c --gdb --accel tcg --kernel /k --results=/r \
+             --guest-env LAB_FUZZ_ROUNDS=2",
+        )) else {
+            panic!("shell options refused");
+        };
+        assert_eq!(
+            (o.model, o.driver, o.gdb),
+            (DeviceModel::Stock, Driver::C, true)
+        );
+        assert_eq!(o.run.accel, crate::accel::Choice::Tcg);
+        assert_eq!(o.run.kernel, Some(PathBuf::from("/k")));
+        assert_eq!(o.run.results, Some(PathBuf::from("/r")));
+        assert_eq!(o.run.guest_env, vec!["LAB_FUZZ_ROUNDS=2"]);
+        for bad in [
+            "shell --tests rping",
+            "shell --jobs 2",
+            "shell --keep-going",
+            "shell --model",
+            "shell --model qemu",
+            "shell --driver go",
+            "shell --gdb=4321",
+            "shell --guest-env LAB_DRIVER=c",
+            "shell --kernel",
+        ] {
+            assert!(parse(&args(bad)).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn accel() {
+        use crate::accel::Choice;
+        let accel = |line: &str| match parse(&args(line)) {
+            Ok(Command::Run(o)) => Ok(o.accel),
+            Ok(_) => panic!("{line}: not run"),
+            Err(why) => Err(why),
+        };
+        assert_eq!(accel("run"), Ok(Choice::Auto));
+        assert_eq!(accel("run --accel tcg"), Ok(Choice::Tcg));
+        assert_eq!(accel("run --accel=kvm"), Ok(Choice::Kvm));
+        assert_eq!(accel("run --accel auto"), Ok(Choice::Auto));
+        assert!(accel("run --accel xen").is_err());
+        assert!(accel("run --accel").is_err());
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::env;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use crate::accel::Accel;
 use crate::cli::RunOptions;
 use crate::model::DeviceModel;
 
@@ -59,6 +60,8 @@ pub struct Layout {
     pub mux: PathBuf,
     /// The software verbs library QEMU preloads.
     pub verbs_lib: PathBuf,
+    /// The guests' accelerator: TCG until the run has chosen (crate::accel::choose).
+    pub accel: Accel,
 }
 
 impl Layout {
@@ -117,6 +120,7 @@ impl Layout {
                     .clone()
                     .unwrap_or_else(|| release.join("libpvrdma_verbs.so")),
             ),
+            accel: Accel::Tcg,
         }
     }
 }

@@ -3,6 +3,7 @@
 //! model and driver and reports TAP; reports the statistics of the benchmark's
 //! repetitions (see Documentation/lab.md).
 
+mod accel;
 mod bench;
 mod catalog;
 mod child;
@@ -27,6 +28,7 @@ mod reference_bugs;
 mod run_error;
 mod session;
 mod shared;
+mod shell;
 mod signals;
 mod skip_set;
 mod tap;
@@ -64,6 +66,7 @@ fn main() -> ExitCode {
         Ok(cli::Command::List) => list(),
         Ok(cli::Command::BenchReport(options)) => bench_report(&options),
         Ok(cli::Command::Run(options)) => run(&options),
+        Ok(cli::Command::Shell(options)) => shell::run(&options),
         Err(why) => {
             eprintln!("pvrdma-lab: {why}\n\n{}", cli::USAGE);
             ExitCode::from(EXIT_USAGE)
@@ -484,7 +487,7 @@ fn run(options: &RunOptions) -> ExitCode {
     }
     signals::install();
     session::remove_stale_socket_dirs();
-    let layout = Layout::resolve(options);
+    let mut layout = Layout::resolve(options);
     let tests = match select_tests(options) {
         Ok(t) => t,
         Err(why) => {
@@ -542,6 +545,9 @@ fn run(options: &RunOptions) -> ExitCode {
         return ExitCode::from(EXIT_USAGE);
     }
     tap.comment(&format!("kernel: {}", layout.kernel_dir.display()));
+    let accel = accel::choose(options.accel);
+    layout.accel = accel.accel;
+    tap.comment(&format!("accelerator: {}", accel.why));
     for (&model, version) in models.iter().zip(&versions) {
         tap.comment(&format!(
             "model {}: {}: {} ({version})",

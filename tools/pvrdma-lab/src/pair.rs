@@ -233,6 +233,8 @@ fn run_sides(
                 listen: i == 0,
                 incarnation: side.incarnation,
             }),
+            accel: layout.accel,
+            shell: None,
         };
         let spawned = session::start_guest(&guest, qemu, &layout.mux, &dirs[i]);
         let mut q = match spawned {

@@ -68,8 +68,8 @@ fn run_gdb(pid: u32, out: &Path) -> Result<(), String> {
 fn vcpu_summary(text: &str) -> Option<String> {
     let mut lines = text.lines();
     // QEMU names its vCPU threads (`-name debug-threads=on`): "CPU 0/TCG", or
-    // "ALL CPUs/TCG" with one thread for all of them.
-    lines.find(|l| l.starts_with("Thread ") && l.contains("/TCG\""))?;
+    // "ALL CPUs/TCG" with one thread for all of them; "CPU 0/KVM" under KVM.
+    lines.find(|l| l.starts_with("Thread ") && (l.contains("/TCG\"") || l.contains("/KVM\"")))?;
     let frames: Vec<&str> = lines
         .take_while(|l| l.starts_with('#'))
         .filter_map(frame_function)

@@ -5,6 +5,8 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::process::Command;
 
+use crate::accel::Accel;
+
 /// Guest RAM, shared (`share=on`): QEMU's pvrdma refuses anything else.
 const RAM: &str = "1G";
 /// vCPUs: a pingpong server and client poll their CQs at the same time.
@@ -44,6 +46,20 @@ pub struct Slot<'a> {
 /// The most tests one guest runs (each is a virtio-9p device of its own).
 pub const MAX_SLOTS: usize = 8;
 
+/// An interactive guest (`pvrdma-lab shell`): a shell on its serial console, which QEMU's
+/// `-nographic` puts on the runner's terminal, instead of tests.
+#[derive(Default)]
+pub struct Shell {
+    /// QEMU's gdb stub on this TCP port of 127.0.0.1 (what `-s` opens, on every address,
+    /// at 1234), and the kernel without KASLR, so that vmlinux's addresses are the
+    /// running kernel's.
+    pub gdb_port: Option<u16>,
+    /// The terminal's rows and columns (`lab.tty=`), for the guest's console.
+    pub tty: Option<(u16, u16)>,
+    /// The terminal's type (`lab.term=`), when it is a plain name.
+    pub term: Option<String>,
+}
+
 /// What one guest needs.
 pub struct Guest<'a> {
     /// The kernel image.
@@ -65,7 +81,9 @@ pub struct Guest<'a> {
     /// The kernel build dir (modules.order, for module dependencies).
     pub kernel_dir: &'a Path,
     /// The tests to run, one after the other, each with the driver loaded
-    /// afresh (one, or at most [`MAX_SLOTS`] tests that share a guest).
+    /// afresh (one, or at most [`MAX_SLOTS`] tests that share a guest). A shell
+    /// guest has one slot, whose test is not run: its results directory gets the
+    /// guest's logs.
     pub tests: &'a [Slot<'a>],
     /// Kernel arguments the test needs (checked by the catalog: no spaces or
     /// quotes, never `init=` or `lab.*`).
@@ -80,6 +98,10 @@ pub struct Guest<'a> {
     pub verbs_log: &'a Path,
     /// For a two-guest test: this guest's end of the link to the other.
     pub link: Option<Link<'a>>,
+    /// The accelerator (crate::accel chooses it for the run).
+    pub accel: Accel,
+    /// A shell instead of the tests (`lab.shell=1`).
+    pub shell: Option<Shell>,
 }
 
 /// A path as a QEMU option value: commas are doubled (QEMU's escape).
@@ -116,15 +138,40 @@ impl Guest<'_> {
             "console=ttyS0 panic=-1 rcupdate.rcu_expedited=1 root=hostroot rootfstype=9p \
              rootflags=trans=virtio,version=9p2000.L,msize=262144,cache=loose ro \
              init={init} lab.model={model} lab.device_version={version} lab.driver={driver} \
-             lab.module={module} lab.kdir={kdir} lab.tests={tests}",
+             lab.module={module} lab.kdir={kdir}",
             init = cmdline_path(self.init)?,
             model = self.model,
             version = self.device_version,
             driver = self.driver,
             module = cmdline_path(self.module)?,
             kdir = cmdline_path(self.kernel_dir)?,
-            tests = self.test_list()?,
         );
+        match &self.shell {
+            None => line.push_str(&format!(" lab.tests={}", self.test_list()?)),
+            Some(shell) => {
+                if self.tests.len() != 1 {
+                    return Err(format!(
+                        "a shell guest has one results share, not {}",
+                        self.tests.len()
+                    ));
+                }
+                line.push_str(" lab.shell=1");
+                if let Some((rows, cols)) = shell.tty.filter(|&(r, c)| r > 0 && c > 0) {
+                    line.push_str(&format!(" lab.tty={rows}x{cols}"));
+                }
+                let plain = |t: &&String| {
+                    !t.is_empty()
+                        && t.bytes()
+                            .all(|b| b.is_ascii_alphanumeric() || b"._+-".contains(&b))
+                };
+                if let Some(term) = shell.term.as_ref().filter(plain) {
+                    line.push_str(&format!(" lab.term={term}"));
+                }
+                if shell.gdb_port.is_some() {
+                    line.push_str(" nokaslr");
+                }
+            }
+        }
         for arg in self.kernel_args {
             line.push(' ');
             line.push_str(arg);
@@ -178,12 +225,12 @@ impl Guest<'_> {
         let mut args: Vec<String> = vec![
             "-machine".into(),
             "q35,memory-backend=ram0".into(),
-            // One host thread runs both vCPUs in turn: with multi-threaded TCG
-            // a vCPU was seen executing an int3 the kernel had already patched
-            // away on the other (an "Oops: int3" at boot), and on a 2-core host
-            // the single thread is no slower.
+            // TCG: one host thread runs both vCPUs in turn (with multi-threaded
+            // TCG a vCPU was seen executing an int3 the kernel had already
+            // patched away on the other, an "Oops: int3" at boot, and on a
+            // 2-core host the single thread is no slower); or KVM.
             "-accel".into(),
-            "tcg,thread=single".into(),
+            self.accel.qemu_option().into(),
             "-m".into(),
             RAM.into(),
             "-smp".into(),
@@ -243,6 +290,9 @@ impl Guest<'_> {
             pvrdma,
         ]);
         args.extend_from_slice(other_shares);
+        if let Some(port) = self.shell.as_ref().and_then(|s| s.gdb_port) {
+            args.extend(["-gdb".into(), format!("tcp:127.0.0.1:{port}")]);
+        }
         Ok(args.into_iter().map(OsString::from).collect())
     }
 
@@ -310,7 +360,73 @@ mod tests {
             verbs_lib: Path::new("/t/libpvrdma_verbs.so"),
             verbs_log: Path::new("/r/verbs.log"),
             link: None,
+            accel: Accel::Tcg,
+            shell: None,
         }
+    }
+
+    #[test]
+    fn a_shell_guest() {
+        let slots = [slot("shell", 0, "/r/shell")];
+        let mut g = guest(&slots);
+        g.shell = Some(Shell::default());
+        let append = g.append().unwrap();
+        assert!(append.ends_with(" lab.kdir=/k lab.shell=1"), "{append}");
+        assert!(!append.contains("lab.tests="));
+        assert!(!append.contains("nokaslr"));
+        let args = args_of(&g);
+        assert!(args.contains(&"local,id=results1,path=/r/shell,security_model=none".to_string()));
+        assert!(
+            args.contains(&"-nographic".to_string()),
+            "the console on stdio"
+        );
+        assert!(!args.iter().any(|a| a.starts_with("-gdb") || a == "-s"));
+        g.shell = Some(Shell {
+            gdb_port: Some(1234),
+            tty: Some((50, 200)),
+            term: Some("xterm-256color".into()),
+        });
+        let append = g.append().unwrap();
+        assert!(
+            append.ends_with(" lab.shell=1 lab.tty=50x200 lab.term=xterm-256color nokaslr"),
+            "{append}"
+        );
+        let args = args_of(&g);
+        let gdb = args.iter().position(|a| a == "-gdb").unwrap();
+        assert_eq!(
+            args[gdb + 1],
+            "tcp:127.0.0.1:1234",
+            "the stub on loopback only"
+        );
+        // What the guest's command line cannot carry is left out.
+        g.shell = Some(Shell {
+            gdb_port: None,
+            tty: Some((0, 80)),
+            term: Some("x term".into()),
+        });
+        assert!(g.append().unwrap().ends_with(" lab.shell=1"));
+        // One results share, for the guest's logs.
+        let two = [slot("a", 1, "/r/a"), slot("b", 1, "/r/b")];
+        let mut g = guest(&two);
+        g.shell = Some(Shell::default());
+        assert!(g.append().is_err());
+    }
+
+    #[test]
+    fn the_accelerator() {
+        let slots = [slot("ibv_devinfo", 120, "/r")];
+        let mut g = guest(&slots);
+        let accel = |g: &Guest| {
+            let args = args_of(g);
+            let at = args.iter().position(|a| a == "-accel").unwrap();
+            (
+                args[at + 1].clone(),
+                args.iter().filter(|a| *a == "-accel").count(),
+            )
+        };
+        assert_eq!(accel(&g), ("tcg,thread=single".to_string(), 1));
+        g.accel = Accel::Kvm;
+        assert_eq!(accel(&g), ("kvm".to_string(), 1));
     }
 
     #[test]

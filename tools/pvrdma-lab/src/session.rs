@@ -244,6 +244,8 @@ pub fn run_guest(
         verbs_lib: &layout.verbs_lib,
         verbs_log: &verbs_log,
         link: None,
+        accel: layout.accel,
+        shell: None,
     };
     let limit_secs = tests
         .iter()
