@@ -111,6 +111,18 @@ pub fn start_mux(
     dir: &Path,
     test: &GuestTest,
 ) -> Result<Guard, RunError> {
+    start_mux_with_burst(layout, sockets, dir, test.mad_burst, test.mad_burst_of)
+}
+
+/// Starts a mux on the sockets of `sockets`, logging into `dir`, that delivers the MAD
+/// `mad_burst_of` (every MAD: `None`) `mad_burst` times (see `GuestTest::mad_burst`).
+pub fn start_mux_with_burst(
+    layout: &Layout,
+    sockets: &SocketDir,
+    dir: &Path,
+    mad_burst: u16,
+    mad_burst_of: Option<&'static str>,
+) -> Result<Guard, RunError> {
     let (mad_socket, fabric_socket) = sockets.mux_sockets();
     mux::start(
         &layout.mux,
@@ -119,8 +131,8 @@ pub fn start_mux(
             fabric_socket: &fabric_socket,
             log: &dir.join("mux.log"),
             stderr_log: &dir.join("mux-stderr.log"),
-            mad_burst: test.mad_burst,
-            mad_burst_of: test.mad_burst_of,
+            mad_burst,
+            mad_burst_of,
         },
     )
 }

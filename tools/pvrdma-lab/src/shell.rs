@@ -16,7 +16,6 @@ use crate::accel;
 use crate::child;
 use crate::cli::ShellOptions;
 use crate::layout::{self, Layout};
-use crate::mux::{self, MuxFiles};
 use crate::qemu::{Guest, Shell, Slot};
 use crate::run_error::RunError;
 use crate::session::{self, SocketDir, MUX_GRACE};
@@ -55,19 +54,9 @@ fn shell(options: &ShellOptions) -> Result<ExitCode, String> {
     session::fresh_dir(dir).map_err(said)?;
 
     let sockets = SocketDir::create().map_err(said)?;
+    // A plain mux: every MAD delivered once.
+    let mut mux = session::start_mux_with_burst(&layout, &sockets, dir, 1, None).map_err(said)?;
     let (mad_socket, fabric_socket) = sockets.mux_sockets();
-    let mut mux = mux::start(
-        &layout.mux,
-        &MuxFiles {
-            mad_socket: &mad_socket,
-            fabric_socket: &fabric_socket,
-            log: &dir.join("mux.log"),
-            stderr_log: &dir.join("mux-stderr.log"),
-            mad_burst: 1,
-            mad_burst_of: None,
-        },
-    )
-    .map_err(said)?;
     let slots = [Slot {
         test: "shell",
         timeout_secs: 0,
