@@ -219,15 +219,20 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
     }
 }
 
+/// An argument as its flag and, for `--opt=value`, the value given inline.
+fn split_flag(arg: &str) -> (&str, Option<String>) {
+    match arg.split_once('=') {
+        Some((flag, value)) if flag.starts_with("--") => (flag, Some(value.to_string())),
+        _ => (arg, None),
+    }
+}
+
 fn parse_run(args: &[String]) -> Result<RunOptions, String> {
     let mut options = RunOptions::default();
     let mut args = args.iter();
     while let Some(arg) = args.next() {
         // Both `--opt value` and `--opt=value`.
-        let (flag, inline) = match arg.split_once('=') {
-            Some((flag, value)) if flag.starts_with("--") => (flag, Some(value.to_string())),
-            _ => (arg.as_str(), None),
-        };
+        let (flag, inline) = split_flag(arg);
         if let Some(switch) = match flag {
             "--keep-going" => Some(&mut options.keep_going),
             "--run-not-applicable" => Some(&mut options.run_not_applicable),
@@ -330,10 +335,7 @@ fn parse_shell(args: &[String]) -> Result<ShellOptions, String> {
     let mut shared = Vec::new();
     let mut args = args.iter();
     while let Some(arg) = args.next() {
-        let (flag, inline) = match arg.split_once('=') {
-            Some((flag, value)) if flag.starts_with("--") => (flag, Some(value.to_string())),
-            _ => (arg.as_str(), None),
-        };
+        let (flag, inline) = split_flag(arg);
         match flag {
             "--gdb" if inline.is_none() => gdb = true,
             "--gdb" => return Err("--gdb takes no value (the stub is on 127.0.0.1:1234)".into()),
@@ -369,10 +371,7 @@ fn parse_bench_report(args: &[String]) -> Result<BenchReportOptions, String> {
     let (mut results, mut model, mut out) = (None, DeviceModel::Patched, None);
     let mut args = args.iter();
     while let Some(arg) = args.next() {
-        let (flag, inline) = match arg.split_once('=') {
-            Some((flag, value)) if flag.starts_with("--") => (flag, Some(value.to_string())),
-            _ => (arg.as_str(), None),
-        };
+        let (flag, inline) = split_flag(arg);
         if !["--results", "--model", "--out"].contains(&flag) {
             return Err(format!("unknown bench-report option '{arg}'"));
         }
