@@ -380,13 +380,38 @@ for m in ib_uverbs ib_umad rdma_ucm; do
 	fi
 done
 
+# lab_processes_left: whether a thread other than this init's, a kernel
+# thread (kthreadd's child) or a zombie is still there. Threads, not
+# processes: a thread group's leader can be a zombie while its other threads,
+# which share its files, still run.
+lab_processes_left() {
+	for lab_proc in /proc/[0-9]*/task/[0-9]*; do
+		case $lab_proc in /proc/1/task/1 | /proc/2/task/2) continue ;; esac
+		lab_stat=
+		read -r lab_stat 2>/dev/null <"$lab_proc/stat"
+		# pid (comm) state ppid ...: comm may hold spaces and parentheses.
+		lab_stat=${lab_stat##*") "}
+		lab_state=${lab_stat%% *}
+		lab_ppid=${lab_stat#* }
+		lab_ppid=${lab_ppid%% *}
+		[ -z "$lab_state" ] || [ "$lab_state" = Z ] || [ "$lab_ppid" = 2 ] || return 0
+	done
+	return 1
+}
+
 # remove_driver: kills what the test (or the shell) left running, rmmods the driver
 # (60 s at most) and writes how that went into `teardown`.
 remove_driver() {
 	stage rmmod
 	# Anything the test left behind would hold the device open and make rmmod wait.
 	kill -KILL -1 2>/dev/null
-	busybox sleep 1
+	# Until all it killed have closed their files (5 s at most): a process is
+	# a zombie only after it did.
+	lab_n=100
+	while [ "$lab_n" -gt 0 ] && lab_processes_left; do
+		lab_n=$((lab_n - 1))
+		busybox sleep 0.05
+	done
 	# rmmod runs in the background and is waited for 60 s: one stuck in the kernel
 	# (uninterruptible) would hold timeout(1) for ever, and the guest would never
 	# report what it waits for.

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # lab-about: NFS over RDMA through the driver under test: nfsd with an RDMA listener (port 20049; TCP on loopback only) exports a tmpfs, mounted with -o proto=rdma,port=20049 (NFSv4.1) from the same guest (with the Rust driver on the patched model, the device notifying the client's first CQ at its arm, while the RDMA core is still setting it up, CPU 1 offline so that its interrupt reaches the arming CPU: dropped and counted); 8 MiB of random data written with O_DIRECT, read back and found in the export (checksums), a tree of files copied and compared, then nfsd stopped under a write and started again: the client reconnects over RDMA, reclaims its state and the write completes with the right data; umount, the consumers unloaded; dmesg free of kernel reports
 # lab-timeout: 600
-# lab-own-guest: loads the kernel's NFS server and client over RDMA, which stay loaded as RDMA clients of every device after
+# lab-runs-last: loads the kernel's NFS server and client over RDMA, which stay loaded as RDMA clients of every device after
 . "$LAB_DIR/lib.sh"
 
 # The consumers are modules of the test kernel, loaded like the drivers

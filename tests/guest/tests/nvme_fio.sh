@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # lab-about: fio over NVMe/RDMA through the driver under test: nvmet exports a 64 MiB RAM disk on an RDMA port, nvme connect -t rdma from the same guest, then fio (libaio, O_DIRECT) on the namespace: sequential 128 KiB writes at depth 16 over the whole disk and random 4 KiB writes at depth 32 (8 MiB), each block checksummed (crc32c) and read back verified; sequential 128 KiB reads at depth 16 verifying the whole disk; random 4 KiB reads at depth 32 for 10 s; every job free of errors; throughput noted (make bench compares the drivers on it); dmesg free of kernel reports
 # lab-timeout: 600
-# lab-own-guest: loads nvmet-rdma and nvme-rdma, which stay loaded as RDMA clients of every device after
+# lab-runs-last: loads nvmet-rdma and nvme-rdma, which stay loaded as RDMA clients of every device after
 . "$LAB_DIR/lib.sh"
 
 R=$LAB_RESULTS

@@ -3,7 +3,7 @@
 # lab-about: NVMe over RDMA through the driver under test: nvmet exports a 64 MiB RAM disk on an RDMA port at 192.0.2.1:4420, nvme connect -t rdma from the same guest; 8 MiB of random data written through the namespace, read back and found on the RAM disk (checksums), ext4 made on it and a file round trip, disconnect and reconnect (the file still there), then the target's port removed under a write: the write fails within the controller-loss timeout (5 s) and a margin of 25 s instead of hanging; dmesg free of kernel reports
 # lab-timeout: 600
 # lab-versions: 17,18
-# lab-own-guest: loads nvmet-rdma and nvme-rdma, which stay loaded as RDMA clients of every device after
+# lab-runs-last: loads nvmet-rdma and nvme-rdma, which stay loaded as RDMA clients of every device after
 . "$LAB_DIR/lib.sh"
 
 R=$LAB_RESULTS

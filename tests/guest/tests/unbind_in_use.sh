@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # lab-about: removal while processes hold the device, with traffic running (ibv_rc_pingpong -e, ibv_asyncwatch): a PCI unbind, then (after bind) rmmod. The Rust driver implements disassociate_ucontext: each removal completes within 30 s while the processes still run; the pingpongs get errors and exit by themselves, ibv_asyncwatch sees IBV_EVENT_DEVICE_FATAL (and exits when killed); the C driver has none: its unbind waits until the processes are killed and rmmod is refused while they run (both checked and noted). After each, the device comes back (bind, insmod) and carries a pingpong; dmesg free of oops/WARN
 # lab-timeout: 600
-# lab-own-guest: unbinds the PCI device from its driver under running processes and binds it again
+# lab-runs-last: unbinds the PCI device from its driver under running processes and binds it again
 . "$LAB_DIR/lib.sh"
 
 name=unbind_in_use

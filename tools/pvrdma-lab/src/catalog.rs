@@ -58,6 +58,10 @@ pub struct GuestTest {
     pub mad_burst_of: Option<&'static str>,
     /// Why the test needs a guest of its own (none: it may share one).
     pub own_guest: Option<String>,
+    /// Why the test must be the last one its guest runs, from `# lab-runs-last:`:
+    /// it leaves the kernel or the device model in a state no later test may
+    /// inherit (none: any test may follow it).
+    pub runs_last: Option<String>,
     /// The older device versions (17 to 19) a default run takes it at, from
     /// `# lab-versions:`.
     pub versions: Vec<u32>,
@@ -119,6 +123,7 @@ pub fn discover(dir: &Path) -> Result<Vec<GuestTest>, String> {
             mad_burst: header.mad_burst,
             mad_burst_of: header.mad_burst_of,
             own_guest,
+            runs_last: header.runs_last,
             versions: header.versions,
         });
     }
@@ -137,6 +142,7 @@ struct Header {
     mad_burst: u16,
     mad_burst_of: Option<&'static str>,
     own_guest: Option<String>,
+    runs_last: Option<String>,
     versions: Vec<u32>,
 }
 
@@ -186,6 +192,7 @@ fn parse_header(text: &str) -> Result<Header, String> {
         mad_burst: 1,
         mad_burst_of: None,
         own_guest: None,
+        runs_last: None,
         versions: Vec::new(),
     };
     for line in text.lines().take_while(|l| l.starts_with('#')) {
@@ -200,6 +207,12 @@ fn parse_header(text: &str) -> Result<Header, String> {
                 return Err("lab-own-guest must say why".into());
             }
             header.own_guest = Some(why.to_string());
+        } else if let Some(value) = line.strip_prefix("# lab-runs-last:") {
+            let why = value.trim();
+            if why.is_empty() {
+                return Err("lab-runs-last must say why".into());
+            }
+            header.runs_last = Some(why.to_string());
         } else if let Some(value) = line.strip_prefix("# lab-guests:") {
             header.guests = match value.trim() {
                 "1" => 1,
@@ -284,6 +297,7 @@ mod tests {
                 mad_burst: 1,
                 mad_burst_of: None,
                 own_guest: None,
+                runs_last: None,
                 versions: Vec::new(),
             })
         );
@@ -302,6 +316,7 @@ mod tests {
                 mad_burst: 1,
                 mad_burst_of: None,
                 own_guest: None,
+                runs_last: None,
                 versions: Vec::new(),
             })
         );
@@ -330,6 +345,11 @@ mod tests {
             Ok(Some("kills the device".to_string()))
         );
         assert!(parse_header("# lab-own-guest:\n").is_err());
+        assert_eq!(
+            parse_header("# lab-runs-last: leaves nvme-rdma loaded\n").map(|h| h.runs_last),
+            Ok(Some("leaves nvme-rdma loaded".to_string()))
+        );
+        assert!(parse_header("# lab-runs-last:\n").is_err());
         assert!(parse_header("# lab-timeout: 0\n").is_err());
         assert!(parse_header("# lab-timeout: soon\n").is_err());
     }

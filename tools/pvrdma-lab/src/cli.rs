@@ -43,9 +43,10 @@ run   boots fresh QEMUs (each with a fresh pvrdma-mux) for each device model
       --tests-per-guest
                      how many tests one guest runs, one after the other, each
                      with the driver loaded afresh and its own report (default
-                     4; 1: a guest per test). Tests that need a guest of their
+                     5; 1: a guest per test). Tests that need a guest of their
                      own (two guests, kernel arguments, a MAD burst, a
-                     `# lab-own-guest:` line) always have one; a test that
+                     `# lab-own-guest:` line) always have one; one with a
+                     `# lab-runs-last:` line ends a shared guest; a test that
                      disturbs the kernel ends its guest and the tests after it
                      get guests of their own
       --reference-pairs

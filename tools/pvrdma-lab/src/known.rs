@@ -258,12 +258,14 @@ mod tests {
         }
     }
 
+    /// The patched model is the lab's whole device: it excuses nothing of the
+    /// Rust driver, and of the C driver only what the C driver's own code does.
     #[test]
-    fn the_patched_model_excuses_nothing() {
+    fn the_patched_model_excuses_only_the_c_drivers_own_failures() {
         assert!(catalogue()
             .known_failures
             .iter()
-            .all(|k| k.model != Patched));
+            .all(|k| k.model != Patched || k.driver == Some(Driver::C)));
         assert!(catalogue()
             .not_applicable
             .iter()

@@ -53,8 +53,8 @@ const EXIT_USAGE: u8 = 2;
 /// Exit status when interrupted (128 + SIGINT).
 const EXIT_INTERRUPTED: u8 = 130;
 /// Tests one guest runs unless `--tests-per-guest` says otherwise: a guest's
-/// boot, setup and kmemleak wait (about 20 s under TCG) paid once for four.
-const DEFAULT_TESTS_PER_GUEST: usize = 4;
+/// boot, setup and kmemleak wait (about 25 s under TCG) paid once for five.
+const DEFAULT_TESTS_PER_GUEST: usize = 5;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -430,9 +430,11 @@ struct Entry<'a> {
 /// The plan's runnable entries (their index in the plan, and the run) in
 /// jobs, one guest (or pair) each: the tests of one model and driver that may
 /// share a guest in groups of up to `per_guest` (longest time limit with
-/// longest), the others alone; the jobs in the order they start: longest time
-/// limit first (a stand-in for the longest test), so that parallel guests do
-/// not end the run waiting on one long job; the plan's order among equals.
+/// longest; a test that must be its guest's last, at most one a group, at the
+/// end of its group), the others alone; the jobs in the order
+/// they start: longest time limit first (a stand-in for the longest test), so
+/// that parallel guests do not end the run waiting on one long job; the
+/// plan's order among equals.
 fn plan_jobs<'e, 'a>(entries: &'e [Entry<'a>], per_guest: usize) -> Vec<Vec<(usize, &'e Run<'a>)>> {
     let mut runs: Vec<_> = entries
         .iter()
@@ -441,41 +443,41 @@ fn plan_jobs<'e, 'a>(entries: &'e [Entry<'a>], per_guest: usize) -> Vec<Vec<(usi
         .collect();
     runs.sort_by_key(|(_, run)| std::cmp::Reverse(run.test.timeout_secs));
     let mut jobs: Vec<Vec<(usize, &Run)>> = Vec::new();
-    // The open group of each model and driver: its index in `jobs`.
-    let mut open: Vec<(DeviceModel, Driver, usize)> = Vec::new();
+    let ends_guest = |run: &Run| run.test.runs_last.is_some();
     for (i, run) in runs {
         if per_guest <= 1 || !run.may_share() {
             jobs.push(vec![(i, run)]);
             continue;
         }
-        let group = open
-            .iter()
-            .position(|&(m, d, _)| m == run.model && d == run.driver);
+        // The first group of its model and driver with room, and without a
+        // test that must end it when this one must too.
+        let group = jobs.iter().position(|job| {
+            job.len() < per_guest
+                && job.iter().all(|(_, r)| {
+                    r.may_share()
+                        && r.model == run.model
+                        && r.driver == run.driver
+                        && !(ends_guest(r) && ends_guest(run))
+                })
+        });
         match group {
-            Some(g) if jobs[open[g].2].len() < per_guest => jobs[open[g].2].push((i, run)),
-            Some(g) => {
-                open[g].2 = jobs.len();
-                jobs.push(vec![(i, run)]);
-            }
-            None => {
-                open.push((run.model, run.driver, jobs.len()));
-                jobs.push(vec![(i, run)]);
-            }
+            Some(g) => jobs[g].push((i, run)),
+            None => jobs.push(vec![(i, run)]),
         }
     }
     // In a guest the longest test runs last: the tests that may disturb the
     // kernel (the C driver's known command race shows in the long ones) then
-    // leave few tests after them to run again in guests of their own.
+    // leave few tests after them to run again in guests of their own. A test
+    // that leaves the guest changed (`# lab-runs-last:`) runs after all.
     for job in &mut jobs {
         job.reverse();
+        if let Some(k) = job.iter().position(|(_, r)| ends_guest(r)) {
+            let ender = job.remove(k);
+            job.push(ender);
+        }
     }
-    jobs.sort_by_key(|job| {
-        std::cmp::Reverse(
-            job.iter()
-                .map(|(_, run)| run.test.timeout_secs)
-                .sum::<u64>(),
-        )
-    });
+    let total = |job: &[(usize, &Run)]| job.iter().map(|(_, r)| r.test.timeout_secs).sum::<u64>();
+    jobs.sort_by_key(|job| std::cmp::Reverse(total(job)));
     jobs
 }
 
@@ -717,6 +719,7 @@ mod tests {
             mad_burst: 1,
             mad_burst_of: None,
             own_guest: own_guest.then(|| "why".into()),
+            runs_last: None,
             versions: Vec::new(),
         }
     }
@@ -795,6 +798,14 @@ mod tests {
             test("c", 300, true),
             test("d", 120, false),
             test("e", 60, false),
+            GuestTest {
+                runs_last: Some("leaves a module loaded".into()),
+                ..test("f", 200, false)
+            },
+            GuestTest {
+                runs_last: Some("leaves the device faulted".into()),
+                ..test("g", 100, false)
+            },
         ];
         let mut entries = Vec::new();
         for driver in [Driver::C, Driver::Rust] {
@@ -825,17 +836,39 @@ mod tests {
         assert_eq!(
             names(&jobs),
             [
-                vec!["patched/c/d", "patched/c/b", "patched/c/a"],
-                vec!["patched/rust/d", "patched/rust/b", "patched/rust/a"],
+                vec!["patched/c/b", "patched/c/a", "patched/c/f"],
+                vec!["patched/rust/b", "patched/rust/a", "patched/rust/f"],
                 vec!["patched/c/c"],
                 vec!["patched/rust/c"],
-                vec!["patched/c/e"],
-                vec!["patched/rust/e"],
+                vec!["patched/c/e", "patched/c/d", "patched/c/g"],
+                vec!["patched/rust/e", "patched/rust/d", "patched/rust/g"],
             ]
         );
+        // Whatever the group size: no more tests than asked for, one model
+        // and driver a guest, at most one test that must end its guest, last.
+        for per_guest in 1..=crate::qemu::MAX_SLOTS {
+            for job in plan_jobs(&entries, per_guest) {
+                assert!(job.len() <= per_guest, "{per_guest}: {}", job.len());
+                let (_, first) = job[0];
+                assert!(job
+                    .iter()
+                    .all(|(_, r)| (r.model, r.driver) == (first.model, first.driver)));
+                let enders: Vec<_> = job
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, (_, r))| r.test.runs_last.is_some())
+                    .map(|(k, _)| k)
+                    .collect();
+                assert!(
+                    enders.is_empty() || enders == [job.len() - 1],
+                    "{per_guest}: {enders:?}"
+                );
+                assert!(job.len() == 1 || job.iter().all(|(_, r)| r.may_share()));
+            }
+        }
         // One test per guest: the longest first, as before guests were shared.
         let jobs = plan_jobs(&entries, 1);
-        assert_eq!(jobs.len(), 10);
+        assert_eq!(jobs.len(), 14);
         assert!(jobs.iter().all(|job| job.len() == 1));
         assert_eq!(names(&jobs)[0], ["patched/c/a"]);
     }
