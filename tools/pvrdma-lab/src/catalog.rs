@@ -181,6 +181,14 @@ where
         })
 }
 
+/// A header's `value` (trimmed) that says why, or the error naming the header `key`.
+fn reason(key: &str, value: &str) -> Result<String, String> {
+    match value.trim() {
+        "" => Err(format!("{key} must say why")),
+        why => Ok(why.to_string()),
+    }
+}
+
 /// The header (the comment lines at a script's top).
 fn parse_header(text: &str) -> Result<Header, String> {
     let mut header = Header {
@@ -202,17 +210,9 @@ fn parse_header(text: &str) -> Result<Header, String> {
             header.timeout_secs =
                 number_in("lab-timeout", value, 1..=MAX_TIMEOUT_SECS, " seconds")?;
         } else if let Some(value) = line.strip_prefix("# lab-own-guest:") {
-            let why = value.trim();
-            if why.is_empty() {
-                return Err("lab-own-guest must say why".into());
-            }
-            header.own_guest = Some(why.to_string());
+            header.own_guest = Some(reason("lab-own-guest", value)?);
         } else if let Some(value) = line.strip_prefix("# lab-runs-last:") {
-            let why = value.trim();
-            if why.is_empty() {
-                return Err("lab-runs-last must say why".into());
-            }
-            header.runs_last = Some(why.to_string());
+            header.runs_last = Some(reason("lab-runs-last", value)?);
         } else if let Some(value) = line.strip_prefix("# lab-guests:") {
             header.guests = match value.trim() {
                 "1" => 1,

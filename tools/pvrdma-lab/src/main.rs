@@ -431,10 +431,10 @@ struct Entry<'a> {
 /// jobs, one guest (or pair) each: the tests of one model and driver that may
 /// share a guest in groups of up to `per_guest` (longest time limit with
 /// longest; a test that must be its guest's last, at most one a group, at the
-/// end of its group), the others alone; the jobs in the order
-/// they start: longest time limit first (a stand-in for the longest test), so
-/// that parallel guests do not end the run waiting on one long job; the
-/// plan's order among equals.
+/// end of its group), the others alone; the jobs in the order they start:
+/// longest time limit first (a stand-in for the longest test), so that
+/// parallel guests do not end the run waiting on one long job; the plan's
+/// order among equals.
 fn plan_jobs<'e, 'a>(entries: &'e [Entry<'a>], per_guest: usize) -> Vec<Vec<(usize, &'e Run<'a>)>> {
     let mut runs: Vec<_> = entries
         .iter()
